@@ -1,0 +1,69 @@
+import { z } from "zod";
+import { CallerToolListSchema } from "./caller-tools.js";
+import { JsonObjectSchema, JsonValueSchema } from "./json.js";
+
+/**
+ * Session events: what callers see on MCP streams (`notifications/message`), on
+ * `GET /v1/sessions/:id/events` (SSE), on `GET /v1/sessions/:id/ws` and from `session events`.
+ * Every event has the session's monotonic `index`.
+ */
+const base = { session_id: z.string(), index: z.number().int().nonnegative(), ts: z.string() };
+
+export const DroidStatusSchema = z.enum(["starting", "running", "exited", "failed"]);
+export type DroidStatus = z.infer<typeof DroidStatusSchema>;
+
+export const SessionEventSchema = z.discriminatedUnion("type", [
+  z.object({ ...base, type: z.literal("session_started"), host_id: z.string(), runtime: z.string() }),
+  z.object({ ...base, type: z.literal("session_ended"), reason: z.string() }),
+  z.object({
+    ...base,
+    type: z.literal("droid_status"),
+    status: DroidStatusSchema,
+    exit_code: z.number().int().nullable().optional(),
+    message: z.string().optional(),
+  }),
+  z.object({
+    ...base,
+    type: z.literal("droid_output"),
+    data: JsonValueSchema.optional(),
+    text: z.string().optional(),
+  }),
+  z.object({ ...base, type: z.literal("droid_log"), text: z.string() }),
+  z.object({ ...base, type: z.literal("message_sent"), seq: z.number().int(), text: z.string() }),
+  z.object({
+    ...base,
+    type: z.literal("caller_tools_declared"),
+    caller_id: z.string().nullable(),
+    tools: CallerToolListSchema,
+  }),
+  z.object({
+    ...base,
+    type: z.literal("caller_tool_request"),
+    request_id: z.string(),
+    caller_id: z.string(),
+    tool: z.string(),
+    arguments: JsonObjectSchema,
+    deadline: z.string(),
+  }),
+  z.object({
+    ...base,
+    type: z.literal("caller_tool_failed"),
+    request_id: z.string(),
+    tool: z.string(),
+    reason: z.string(),
+    message: z.string(),
+  }),
+]);
+export type SessionEvent = z.infer<typeof SessionEventSchema>;
+export type SessionEventType = SessionEvent["type"];
+
+/** MCP logger names used for `notifications/message`. */
+export const McpLogger = {
+  session: "oubliette.session",
+  callerTool: "oubliette.caller_tool",
+} as const;
+
+/** Which MCP logger carries an event. */
+export function loggerFor(event: SessionEvent): string {
+  return event.type === "caller_tool_request" ? McpLogger.callerTool : McpLogger.session;
+}
