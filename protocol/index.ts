@@ -4,4 +4,5 @@ export * from "./json.js";
 export * from "./line-splitter.js";
 export * from "./rpc-errors.js";
 export * from "./socket.js";
+export * from "./subscriber.js";
 export * from "./tunnel.js";

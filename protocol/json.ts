@@ -3,22 +3,17 @@ import { z } from "zod";
 /** Any JSON value. Used where the product relays caller data it does not interpret. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-export const JsonValueSchema: z.ZodType<JsonValue> = z.lazy(() =>
-  z.union([
-    z.string(),
-    z.number(),
-    z.boolean(),
-    z.null(),
-    z.array(JsonValueSchema),
-    z.record(z.string(), JsonValueSchema),
-  ]),
-);
+/**
+ * Any JSON value. Everything this schema sees came out of `JSON.parse`, so it is JSON by
+ * construction; the schema only types it, without walking (possibly large) relayed payloads.
+ */
+export const JsonValueSchema = z.custom<JsonValue>(() => true);
 
 /** A JSON object (the shape of tool arguments). */
 export const JsonObjectSchema = z.record(z.string(), JsonValueSchema);
 export type JsonObject = z.infer<typeof JsonObjectSchema>;
 
-/** Parses JSON text without throwing: `undefined` means the text was not JSON. */
+/** Parses JSON text without throwing. */
 export function tryParseJson(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
     return { ok: true, value: JSON.parse(text) as unknown };

@@ -16,7 +16,7 @@ export const TUNNEL_PROTOCOL_VERSION = 1;
 export const HEARTBEAT_PING = "ping";
 export const HEARTBEAT_PONG = "pong";
 /** Largest tunnel frame either side accepts. */
-export const MAX_TUNNEL_FRAME_BYTES = 4 * 1024 * 1024;
+export const MAX_TUNNEL_FRAME_BYTES = 1024 * 1024;
 
 export const TunnelErrorCodeSchema = z.enum([
   "bad_frame",

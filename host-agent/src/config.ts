@@ -1,0 +1,31 @@
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { DEFAULT_MAX_LINE_BYTES } from "../../protocol/socket.js";
+
+/** host-agent settings, from flags or their environment variables (flags win). */
+export const HostAgentConfigSchema = z.object({
+  workerUrl: z.url({ protocol: /^https?$/, message: "--worker-url must be an http(s) URL" }),
+  hostToken: z.string().min(8, "--host-token is required (or OUBLIETTE_HOST_TOKEN)"),
+  hostId: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,128}$/, "--host-id must be 1-128 letters, digits, '_', '.' or '-'")
+    .default(
+      () =>
+        hostname()
+          .replace(/[^A-Za-z0-9_.-]/g, "-")
+          .slice(0, 128) || "host",
+    ),
+  runtime: z.enum(["auto", "docker", "process"]).default("auto"),
+  image: z.string().min(1).default("oubliette/droid:dev"),
+  agentCommand: z.array(z.string().min(1)).min(1).optional(),
+  socketDir: z
+    .string()
+    .min(1)
+    .default(() => join(tmpdir(), "oubliette-sockets")),
+  maxSessions: z.coerce.number().int().positive().default(32),
+  maxLineBytes: z.coerce.number().int().min(1024).default(DEFAULT_MAX_LINE_BYTES),
+  heartbeatMs: z.coerce.number().int().min(100).default(15_000),
+  logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
+});
+export type HostAgentConfig = z.infer<typeof HostAgentConfigSchema>;

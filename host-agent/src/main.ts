@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+/**
+ * host-agent: runs droids on this machine and tunnels them to the Oubliette Worker.
+ * It dials OUT to the Worker (no inbound port), keeps one host channel for session start/stop
+ * and one tunnel per running session, and serves each session's container socket.
+ */
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { Command, Option } from "commander";
+import { createLogger } from "../../lib/log.js";
+import { HostAgentConfigSchema } from "./config.js";
+import { selectRuntime } from "./runtime/select-runtime.js";
+import { SessionManager } from "./sessions/session-manager.js";
+import { HostControl } from "./tunnel/host-control.js";
+
+const VERSION = "0.1.0";
+
+/** The scripted droid next to this file (bundle) or in dist/ (source checkout). */
+function defaultAgentCommand(): string[] | undefined {
+  for (const rel of ["./scripted-droid.mjs", "../../dist/scripted-droid.mjs"]) {
+    const path = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(path)) return [process.execPath, path];
+  }
+  return undefined;
+}
+
+function parseCommand(value: string): string[] {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (Array.isArray(parsed) && parsed.every((p) => typeof p === "string")) return parsed;
+  } catch {
+    // fall through to the error below
+  }
+  throw new Error('--agent-command must be a JSON array of strings, e.g. ["node","droid.mjs"]');
+}
+
+const program = new Command()
+  .name("host-agent")
+  .description("Runs Oubliette droids on this machine and connects them to the Worker.")
+  .version(VERSION)
+  .addOption(new Option("--worker-url <url>", "URL of the Oubliette Worker").env("OUBLIETTE_WORKER_URL"))
+  .addOption(new Option("--host-token <token>", "host token the Worker accepts").env("OUBLIETTE_HOST_TOKEN"))
+  .addOption(new Option("--host-id <id>", "name of this host (default: hostname)").env("OUBLIETTE_HOST_ID"))
+  .addOption(
+    new Option("--runtime <kind>", "where droids run")
+      .choices(["auto", "docker", "process"])
+      .env("OUBLIETTE_RUNTIME"),
+  )
+  .addOption(
+    new Option("--image <image>", "Docker image for sessions (default oubliette/droid:dev)").env(
+      "OUBLIETTE_IMAGE",
+    ),
+  )
+  .addOption(
+    new Option("--agent-command <json>", "process runtime: the agent program, as a JSON array")
+      .env("OUBLIETTE_AGENT_COMMAND")
+      .argParser(parseCommand),
+  )
+  .addOption(
+    new Option("--socket-dir <dir>", "where per-session socket directories go").env("OUBLIETTE_SOCKET_DIR"),
+  )
+  .addOption(
+    new Option("--max-sessions <n>", "most sessions this host runs at once").env("OUBLIETTE_MAX_SESSIONS"),
+  )
+  .addOption(
+    new Option("--max-line-bytes <n>", "largest container socket line").env("OUBLIETTE_MAX_LINE_BYTES"),
+  )
+  .addOption(new Option("--heartbeat-ms <ms>", "tunnel heartbeat period").env("OUBLIETTE_HEARTBEAT_MS"))
+  .addOption(new Option("--log-level <level>", "log level").env("OUBLIETTE_LOG_LEVEL"));
+
+program.parse();
+const flags = program.opts<Record<string, unknown>>();
+const parsed = HostAgentConfigSchema.safeParse({
+  ...flags,
+  agentCommand: flags.agentCommand ?? defaultAgentCommand(),
+});
+if (!parsed.success) {
+  for (const issue of parsed.error.issues) process.stderr.write(`host-agent: ${issue.message}\n`);
+  process.stderr.write("host-agent: see --help\n");
+  process.exit(2);
+}
+const config = parsed.data;
+const logger = createLogger({ name: "host-agent", level: config.logLevel });
+
+const runtime = await selectRuntime({
+  prefer: config.runtime,
+  hostId: config.hostId,
+  logger,
+  dockerImage: config.image,
+  processCommand: config.agentCommand ?? [],
+}).catch((err: Error) => {
+  logger.fatal({ err: err.message }, "no runtime");
+  process.exit(1);
+});
+if (runtime.kind === "process" && !config.agentCommand) {
+  logger.fatal("the process runtime needs --agent-command (or run `npm run build` for the scripted droid)");
+  process.exit(2);
+}
+const orphans = await runtime.removeOrphans();
+if (orphans > 0) logger.info({ removed: orphans }, "removed containers left by an earlier run");
+await mkdir(config.socketDir, { recursive: true, mode: 0o711 });
+
+const sessions = new SessionManager({
+  workerUrl: config.workerUrl,
+  hostToken: config.hostToken,
+  hostId: config.hostId,
+  runtime,
+  socketRoot: config.socketDir,
+  maxLineBytes: config.maxLineBytes,
+  maxSessions: config.maxSessions,
+  heartbeatMs: config.heartbeatMs,
+  logger,
+});
+const control = new HostControl({
+  workerUrl: config.workerUrl,
+  hostToken: config.hostToken,
+  hostId: config.hostId,
+  runtime: runtime.kind,
+  agentVersion: VERSION,
+  maxSessions: config.maxSessions,
+  heartbeatMs: config.heartbeatMs,
+  sessions,
+  logger,
+  onRefused: (status) => {
+    logger.fatal({ status }, "the Worker refused this host; check --host-token and --worker-url");
+    void shutdown(1);
+  },
+});
+
+let stopping = false;
+async function shutdown(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  control.close();
+  await sessions.stopAll("the host-agent is shutting down");
+  logger.info("host-agent stopped");
+  process.exit(code);
+}
+process.on("SIGINT", () => void shutdown(0));
+process.on("SIGTERM", () => void shutdown(0));
+
+control.start();
+logger.info(
+  { worker: config.workerUrl, host_id: config.hostId, runtime: runtime.kind },
+  "host-agent started",
+);

@@ -1,0 +1,153 @@
+import type { IncomingMessage } from "node:http";
+import WebSocket from "ws";
+import { ReconnectBackoff } from "../../../lib/backoff.js";
+import type { Logger } from "../../../lib/log.js";
+import { HEARTBEAT_PING, HEARTBEAT_PONG, MAX_TUNNEL_FRAME_BYTES } from "../../../protocol/tunnel.js";
+
+export interface ReconnectingSocketOptions {
+  /** ws:// or wss:// URL. */
+  url: string;
+  /** Headers for each attempt (fresh credentials per attempt). */
+  headers: () => Record<string, string>;
+  logger: Logger;
+  /** Runs on every (re)connection; send the hello here. */
+  onOpen(socket: ReconnectingSocket): void;
+  /** Every text frame except heartbeats. */
+  onFrame(text: string): void;
+  /** The server refused us for good (401/403/404/410): no more attempts. */
+  onPermanentFailure(status: number, body: string): void;
+  heartbeatMs?: number;
+  backoff?: ReconnectBackoff;
+}
+
+/** HTTP statuses on upgrade that will not get better by retrying. */
+const PERMANENT = new Set([400, 401, 403, 404, 410]);
+
+/**
+ * An outbound WebSocket that stays connected: capped exponential backoff with full jitter
+ * between attempts (reset only after a stable period), text heartbeats the Durable Object
+ * answers without waking ("ping"/"pong"), and a dead-peer check. It does not queue frames:
+ * its owners keep their own state (pending calls, unacked events) and resend it on `onOpen`.
+ */
+export class ReconnectingSocket {
+  readonly #options: ReconnectingSocketOptions;
+  readonly #backoff: ReconnectBackoff;
+  readonly #heartbeatMs: number;
+  #ws: WebSocket | null = null;
+  #closed = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #lastSeen = 0;
+  #openedAt = 0;
+  #connected = false;
+
+  constructor(options: ReconnectingSocketOptions) {
+    this.#options = options;
+    this.#backoff = options.backoff ?? new ReconnectBackoff();
+    this.#heartbeatMs = options.heartbeatMs ?? 15_000;
+  }
+
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  start(): void {
+    this.#connect();
+  }
+
+  /** Sends a frame if connected; returns false otherwise (the owner resends on the next open). */
+  send(frame: unknown): boolean {
+    const ws = this.#ws;
+    if (!this.#connected || !ws) return false;
+    ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  /** Drops the current connection on purpose (tests, or a peer that misbehaves); it reconnects. */
+  drop(): void {
+    this.#ws?.terminate();
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retryTimer);
+    clearInterval(this.#heartbeat);
+    this.#ws?.close(1000, "closing");
+    this.#ws = null;
+    this.#connected = false;
+  }
+
+  #connect(): void {
+    if (this.#closed) return;
+    const log = this.#options.logger;
+    const ws = new WebSocket(this.#options.url, {
+      headers: this.#options.headers(),
+      maxPayload: MAX_TUNNEL_FRAME_BYTES,
+      handshakeTimeout: 10_000,
+    });
+    this.#ws = ws;
+    ws.on("open", () => {
+      this.#connected = true;
+      this.#openedAt = Date.now();
+      this.#lastSeen = Date.now();
+      this.#startHeartbeat(ws);
+      log.info({ url: redact(this.#options.url) }, "tunnel connected");
+      this.#options.onOpen(this);
+    });
+    ws.on("message", (data, isBinary) => {
+      this.#lastSeen = Date.now();
+      if (isBinary) return;
+      const text = data.toString();
+      if (text === HEARTBEAT_PONG) return;
+      this.#options.onFrame(text);
+    });
+    ws.on("unexpected-response", (_req, res: IncomingMessage) => {
+      const status = res.statusCode ?? 0;
+      let body = "";
+      res.on("data", (chunk: Buffer) => {
+        if (body.length < 2000) body += chunk.toString();
+      });
+      res.on("end", () => {
+        if (PERMANENT.has(status)) {
+          this.#closed = true;
+          log.error({ status, body: body.slice(0, 500) }, "tunnel refused for good");
+          this.#options.onPermanentFailure(status, body);
+        } else {
+          log.warn({ status }, "tunnel upgrade failed; will retry");
+        }
+        ws.terminate();
+      });
+    });
+    ws.on("error", (err) => log.warn({ err: err.message }, "tunnel error"));
+    ws.on("close", (code) => {
+      clearInterval(this.#heartbeat);
+      const wasConnected = this.#connected;
+      this.#connected = false;
+      if (this.#ws === ws) this.#ws = null;
+      if (this.#closed) return;
+      if (wasConnected) this.#backoff.connectionEnded(Date.now() - this.#openedAt);
+      const delay = this.#backoff.next();
+      log.info({ code, retry_in_ms: delay, attempt: this.#backoff.attempt }, "tunnel closed; reconnecting");
+      this.#retryTimer = setTimeout(() => this.#connect(), delay);
+    });
+  }
+
+  #startHeartbeat(ws: WebSocket): void {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = setInterval(() => {
+      if (Date.now() - this.#lastSeen > this.#heartbeatMs * 2.5) {
+        this.#options.logger.warn("tunnel peer silent; reconnecting");
+        ws.terminate();
+        return;
+      }
+      ws.send(HEARTBEAT_PING);
+    }, this.#heartbeatMs);
+    this.#heartbeat.unref();
+  }
+}
+
+function redact(url: string): string {
+  const u = new URL(url);
+  u.search = "";
+  return u.toString();
+}

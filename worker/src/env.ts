@@ -1,0 +1,72 @@
+import { z } from "zod";
+import type { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
+import type { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
+import type { SessionDurableObject } from "./session/session-do.js";
+
+/** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, `.dev.vars`). */
+export interface Env {
+  SESSIONS: DurableObjectNamespace<SessionDurableObject>;
+  MCP_SESSIONS: DurableObjectNamespace<McpSessionDurableObject>;
+  HOSTS: DurableObjectNamespace<HostRegistryDurableObject>;
+  /** Admin caller token (secret). Or give OUBLIETTE_ADMIN_TOKEN_SHA256 to keep only its hash. */
+  OUBLIETTE_ADMIN_TOKEN?: string;
+  OUBLIETTE_ADMIN_TOKEN_SHA256?: string;
+  /** Token host-agents present (secret). Or OUBLIETTE_HOST_TOKEN_SHA256. */
+  OUBLIETTE_HOST_TOKEN?: string;
+  OUBLIETTE_HOST_TOKEN_SHA256?: string;
+  /** JSON list of extra caller tokens by hash: [{"id","sha256","scopes":[...]}]. */
+  OUBLIETTE_STATIC_TOKENS?: string;
+  OUBLIETTE_CALLER_TIMEOUT_MS?: string;
+  OUBLIETTE_MAX_CALLER_TIMEOUT_MS?: string;
+  OUBLIETTE_CALLER_GRACE_MS?: string;
+  OUBLIETTE_KEEPALIVE_MS?: string;
+  OUBLIETTE_ALLOWED_ORIGINS?: string;
+  OUBLIETTE_HOST_ACK_TIMEOUT_MS?: string;
+}
+
+const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const ConfigSchema = z.object({
+  /** Default deadline of a caller tool call. */
+  callerTimeoutMs: ms(60_000),
+  /** Largest per-session deadline a caller may ask for. */
+  maxCallerTimeoutMs: ms(15 * 60_000),
+  /** How long a caller whose stream dropped may take to reconnect before its pending calls fail. */
+  callerGraceMs: ms(3_000),
+  /** SSE keep-alive period; also how fast a dead stream is noticed. DESIGN: at most 25 s. */
+  keepAliveMs: ms(5_000).refine((v) => v <= 25_000, "OUBLIETTE_KEEPALIVE_MS must be at most 25000"),
+  /** Browser origins allowed to call /mcp (requests without Origin are always allowed). */
+  allowedOrigins: z
+    .string()
+    .default("")
+    .transform((s) =>
+      s
+        .split(",")
+        .map((o) => o.trim())
+        .filter(Boolean),
+    ),
+  hostAckTimeoutMs: ms(30_000),
+});
+export type Config = z.infer<typeof ConfigSchema>;
+
+const cache = new WeakMap<object, Config>();
+
+/** Parsed configuration; a bad value fails loudly with the variable's name. */
+export function config(env: Env): Config {
+  const cached = cache.get(env);
+  if (cached) return cached;
+  const parsed = ConfigSchema.safeParse({
+    callerTimeoutMs: env.OUBLIETTE_CALLER_TIMEOUT_MS,
+    maxCallerTimeoutMs: env.OUBLIETTE_MAX_CALLER_TIMEOUT_MS,
+    callerGraceMs: env.OUBLIETTE_CALLER_GRACE_MS,
+    keepAliveMs: env.OUBLIETTE_KEEPALIVE_MS,
+    allowedOrigins: env.OUBLIETTE_ALLOWED_ORIGINS,
+    hostAckTimeoutMs: env.OUBLIETTE_HOST_ACK_TIMEOUT_MS,
+  });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new Error(`invalid configuration ${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  cache.set(env, parsed.data);
+  return parsed.data;
+}

@@ -1,0 +1,85 @@
+/**
+ * Typed errors with codes. Handlers throw `AppError`; the HTTP layer maps `status`, the MCP layer
+ * turns it into an `isError` tool result (tool failures) or a JSON-RPC error (protocol faults).
+ */
+export const ErrorCode = {
+  badRequest: "bad_request",
+  invalidArguments: "invalid_arguments",
+  unauthorized: "unauthorized",
+  forbidden: "forbidden",
+  notFound: "not_found",
+  conflict: "conflict",
+  noHost: "no_host",
+  hostError: "host_error",
+  sessionEnded: "session_ended",
+  unknownRequest: "unknown_request",
+  alreadyAnswered: "already_answered",
+  requestExpired: "request_expired",
+  notOwner: "not_owner",
+  config: "config_error",
+  internal: "internal",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const STATUS: Record<ErrorCode, number> = {
+  bad_request: 400,
+  invalid_arguments: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  no_host: 503,
+  host_error: 502,
+  session_ended: 409,
+  unknown_request: 404,
+  already_answered: 409,
+  request_expired: 410,
+  not_owner: 403,
+  config_error: 500,
+  internal: 500,
+};
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = "AppError";
+    this.code = code;
+    this.status = STATUS[code];
+  }
+}
+
+/** Serializable form of an error, for crossing Durable Object RPC (which keeps only `message`). */
+export interface ErrorInfo {
+  code: ErrorCode;
+  message: string;
+}
+
+/** Either a value or a typed error: the shape of every Durable Object RPC result. */
+export type Result<T> = { ok: true; value: T } | { ok: false; error: ErrorInfo };
+
+export function ok<T>(value: T): Result<T> {
+  return { ok: true, value };
+}
+
+export function fail<T = never>(code: ErrorCode, message: string): Result<T> {
+  return { ok: false, error: { code, message } };
+}
+
+/** Unwraps an RPC result, re-throwing its error as an AppError on this side. */
+export function unwrap<T>(result: Result<T>): T {
+  if (result.ok) return result.value;
+  throw new AppError(result.error.code, result.error.message);
+}
+
+/** Runs `fn`, turning a thrown AppError into a failed Result (for RPC methods). */
+export async function capture<T>(fn: () => Promise<T> | T): Promise<Result<T>> {
+  try {
+    return ok(await fn());
+  } catch (err) {
+    if (err instanceof AppError) return fail(err.code, err.message);
+    throw err;
+  }
+}

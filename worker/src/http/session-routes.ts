@@ -1,0 +1,41 @@
+import { Hono } from "hono";
+import { type AppBindings, requireCaller, requireHost } from "./auth-middleware.js";
+import { checkOrigin } from "./origin.js";
+import { forward } from "./principal-header.js";
+
+const SESSION_ID = /^ses_[0-9a-f]{24}$/;
+
+function notFound(): Response {
+  return Response.json({ error: { code: "not_found", message: "session not found" } }, { status: 404 });
+}
+
+/** Plain event streams for callers that are not MCP clients. */
+export const sessionRoutes = new Hono<AppBindings>();
+sessionRoutes.use("*", checkOrigin, requireCaller);
+
+sessionRoutes.get("/:id/events", (c) => {
+  const id = c.req.param("id");
+  if (!SESSION_ID.test(id)) return notFound();
+  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(id)).fetch(forward(c.req.raw, c.var.caller, "/events"));
+});
+
+sessionRoutes.get("/:id/ws", (c) => {
+  const id = c.req.param("id");
+  if (!SESSION_ID.test(id)) return notFound();
+  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(id)).fetch(forward(c.req.raw, c.var.caller, "/ws"));
+});
+
+/** The tunnel: WebSockets host-agents open out to the Worker. */
+export const tunnelRoutes = new Hono<AppBindings>();
+tunnelRoutes.use("*", requireHost);
+
+tunnelRoutes.get("/host", (c) => {
+  const stub = c.env.HOSTS.get(c.env.HOSTS.idFromName("global"));
+  return stub.fetch(forward(c.req.raw, c.var.host, "/host"));
+});
+
+tunnelRoutes.get("/sessions/:id", (c) => {
+  const id = c.req.param("id");
+  if (!SESSION_ID.test(id)) return notFound();
+  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(id)).fetch(forward(c.req.raw, c.var.host, "/tunnel"));
+});

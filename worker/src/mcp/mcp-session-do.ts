@@ -1,0 +1,322 @@
+import { DurableObject } from "cloudflare:workers";
+import {
+  type InitializeRequest,
+  isInitializeRequest,
+  isJSONRPCRequest,
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  type JSONRPCRequest,
+  type LoggingLevel,
+} from "@modelcontextprotocol/sdk/types.js";
+import { loggerFor, type SessionEvent } from "../../../protocol/events.js";
+import { tryParseJson } from "../../../protocol/json.js";
+import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
+import { config, type Env } from "../env.js";
+import { MCP_NEW_SESSION_HEADER, MCP_SESSION_ID_HEADER, PRINCIPAL_HEADER } from "../http/principal-header.js";
+import { SSE_HEADERS, SseStream } from "../http/sse.js";
+import { createLog, errorMessage, type Log } from "../log.js";
+import type { PresenceChange } from "../session/types.js";
+import { McpErrorCode, RpcError, rpcErrorResponse } from "./json-rpc.js";
+import { type McpMeta, passesLevel } from "./mcp-meta.js";
+import { handleMethod } from "./methods.js";
+import { McpStore } from "./outbox.js";
+import { isSupportedVersion, negotiateVersion } from "./protocol-version.js";
+
+/** An MCP session with no stream and no requests for this long is terminated. */
+const IDLE_TTL_MS = 60 * 60_000;
+const SERVER_INFO = { name: "oubliette-edge", version: "0.1.0" };
+const INSTRUCTIONS =
+  "Oubliette runs droids (AI coding agents) in containers. Use the session tool to spawn one and " +
+  "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: its calls " +
+  "arrive as notifications/message (logger oubliette.caller_tool, data.type caller_tool_request); " +
+  "answer each with caller_tool_response.";
+
+/**
+ * One per MCP Streamable HTTP session (`Mcp-Session-Id`). Owns the session's protocol state,
+ * its GET event stream (keep-alives, Last-Event-ID resumption from a bounded outbox) and the
+ * list of droid sessions it receives events from; tells those sessions when its stream opens,
+ * drops, or the session ends, so a droid waiting on this caller learns it is gone.
+ */
+export class McpSessionDurableObject extends DurableObject<Env> {
+  readonly #store: McpStore;
+  #meta: McpMeta | null;
+  #stream: SseStream | null = null;
+  #log: Log;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.#store = new McpStore(ctx.storage.sql);
+    this.#meta = this.#store.getMeta<McpMeta>("session");
+    this.#log = createLog({ component: "mcp", mcp_session: this.#meta?.sessionId });
+  }
+
+  override async fetch(request: Request): Promise<Response> {
+    const parsed = CallerPrincipalSchema.safeParse(tryParseJsonOrNull(request.headers.get(PRINCIPAL_HEADER)));
+    const sessionId = request.headers.get(MCP_SESSION_ID_HEADER);
+    if (!parsed.success || !sessionId) return new Response("forbidden", { status: 403 });
+    const principal = parsed.data;
+    switch (request.method) {
+      case "POST":
+        return this.#post(request, principal, sessionId);
+      case "GET":
+        return this.#get(request, principal);
+      case "DELETE":
+        return this.#delete(principal);
+      default:
+        return new Response("method not allowed", { status: 405, headers: { allow: "GET, POST, DELETE" } });
+    }
+  }
+
+  /** Events from droid sessions this MCP session follows; `accepted: false` means "forget me". */
+  async deliver(events: SessionEvent[]): Promise<{ accepted: boolean }> {
+    const meta = this.#meta;
+    if (!meta) return { accepted: false };
+    for (const event of events) {
+      const level: LoggingLevel = event.type === "caller_tool_request" ? "notice" : "info";
+      // Caller tool requests are how the relay works: they go out whatever the log level.
+      if (event.type !== "caller_tool_request" && !passesLevel(level, meta.logLevel)) continue;
+      const message = JSON.stringify({
+        jsonrpc: "2.0",
+        method: "notifications/message",
+        params: { level, logger: loggerFor(event), data: event },
+      });
+      const seq = this.#store.append(message);
+      this.#stream?.event(message, seq);
+    }
+    return { accepted: true };
+  }
+
+  override async alarm(): Promise<void> {
+    const meta = this.#meta;
+    if (!meta) return;
+    const idleFor = Date.now() - meta.lastActivity;
+    if (this.#stream === null && idleFor >= IDLE_TTL_MS) {
+      this.#log.info("MCP session expired after inactivity");
+      await this.#terminate();
+      return;
+    }
+    await this.ctx.storage.setAlarm(Math.max(Date.now(), meta.lastActivity) + IDLE_TTL_MS);
+  }
+
+  // ------------------------------------------------------------------ POST
+
+  async #post(request: Request, principal: CallerPrincipal, sessionId: string): Promise<Response> {
+    const contentType = request.headers.get("content-type") ?? "";
+    if (!contentType.toLowerCase().includes("application/json")) {
+      return rpcErrorResponse(415, McpErrorCode.invalidRequest, "Content-Type must be application/json");
+    }
+    const body = tryParseJson(await request.text());
+    if (!body.ok) return rpcErrorResponse(400, McpErrorCode.parseError, `Parse error: ${body.error}`);
+    const batch = Array.isArray(body.value);
+    const raw: unknown[] = batch ? (body.value as unknown[]) : [body.value];
+    if (raw.length === 0) return rpcErrorResponse(400, McpErrorCode.invalidRequest, "empty batch");
+    const messages: JSONRPCMessage[] = [];
+    for (const item of raw) {
+      const message = JSONRPCMessageSchema.safeParse(item);
+      if (!message.success)
+        return rpcErrorResponse(400, McpErrorCode.invalidRequest, "Invalid JSON-RPC message");
+      messages.push(message.data);
+    }
+    const init = messages.find((m) => isInitializeRequest(m));
+    const fresh = request.headers.get(MCP_NEW_SESSION_HEADER) === "1";
+    if (init && !fresh) {
+      return rpcErrorResponse(
+        400,
+        McpErrorCode.invalidRequest,
+        "initialize must be sent without an Mcp-Session-Id",
+      );
+    }
+    if (!init && fresh) {
+      return rpcErrorResponse(
+        400,
+        McpErrorCode.invalidRequest,
+        "Bad Request: Mcp-Session-Id header is required",
+      );
+    }
+    if (init) {
+      if (messages.length > 1) {
+        return rpcErrorResponse(400, McpErrorCode.invalidRequest, "initialize must be sent on its own");
+      }
+      return this.#initialize(init as InitializeRequest & JSONRPCRequest, principal, sessionId);
+    }
+    const meta = this.#authorized(principal);
+    if (meta instanceof Response) return meta;
+    const version = request.headers.get("mcp-protocol-version");
+    if (version !== null && !isSupportedVersion(version)) {
+      return rpcErrorResponse(
+        400,
+        McpErrorCode.invalidRequest,
+        `Unsupported MCP-Protocol-Version: ${version}`,
+      );
+    }
+    this.#touch(meta);
+    const requests = messages.filter((m): m is JSONRPCRequest => isJSONRPCRequest(m));
+    if (requests.length === 0) return new Response(null, { status: 202 });
+    const responses = await Promise.all(requests.map((r) => this.#answer(r, meta, principal)));
+    return Response.json(batch ? responses : responses[0], { headers: { "mcp-session-id": meta.sessionId } });
+  }
+
+  async #initialize(
+    request: InitializeRequest & JSONRPCRequest,
+    principal: CallerPrincipal,
+    sessionId: string,
+  ): Promise<Response> {
+    if (this.#meta)
+      return rpcErrorResponse(400, McpErrorCode.invalidRequest, "session is already initialized");
+    const protocolVersion = negotiateVersion(request.params.protocolVersion);
+    this.#meta = {
+      sessionId,
+      tokenId: principal.tokenId,
+      protocolVersion,
+      clientName: request.params.clientInfo.name.slice(0, 128),
+      logLevel: "debug",
+      createdAt: new Date().toISOString(),
+      lastActivity: Date.now(),
+    };
+    this.#store.setMeta("session", this.#meta);
+    await this.ctx.storage.setAlarm(Date.now() + IDLE_TTL_MS);
+    this.#log = createLog({ component: "mcp", mcp_session: sessionId });
+    this.#log.info("MCP session initialized", {
+      client: this.#meta.clientName,
+      protocol: protocolVersion,
+      token: principal.tokenId,
+    });
+    const result = {
+      protocolVersion,
+      capabilities: { tools: { listChanged: false }, logging: {} },
+      serverInfo: SERVER_INFO,
+      instructions: INSTRUCTIONS,
+    };
+    return Response.json(
+      { jsonrpc: "2.0", id: request.id, result },
+      { headers: { "mcp-session-id": sessionId } },
+    );
+  }
+
+  async #answer(request: JSONRPCRequest, meta: McpMeta, principal: CallerPrincipal): Promise<unknown> {
+    try {
+      const result = await handleMethod(request, {
+        env: this.env,
+        meta,
+        principal,
+        log: this.#log,
+        origin: {
+          via: { mcpSessionId: meta.sessionId, streaming: this.#stream !== null },
+          remember: (sessionId) => this.#store.addSubscription(sessionId),
+        },
+        setLogLevel: (level) => {
+          meta.logLevel = level;
+          this.#store.setMeta("session", meta);
+        },
+        waitUntil: (p) => this.ctx.waitUntil(p),
+      });
+      return { jsonrpc: "2.0", id: request.id, result };
+    } catch (err) {
+      if (err instanceof RpcError)
+        return { jsonrpc: "2.0", id: request.id, error: { code: err.code, message: err.message } };
+      this.#log.error("MCP request failed", { method: request.method, error: errorMessage(err) });
+      return {
+        jsonrpc: "2.0",
+        id: request.id,
+        error: { code: McpErrorCode.internalError, message: "Internal error" },
+      };
+    }
+  }
+
+  // ------------------------------------------------------------------ GET (event stream)
+
+  #get(request: Request, principal: CallerPrincipal): Response {
+    const accept = request.headers.get("accept") ?? "";
+    if (!accept.includes("text/event-stream") && !accept.includes("*/*")) {
+      return rpcErrorResponse(406, McpErrorCode.invalidRequest, "Accept must include text/event-stream");
+    }
+    const meta = this.#authorized(principal);
+    if (meta instanceof Response) return meta;
+    this.#touch(meta);
+    const previous = this.#stream;
+    const stream: SseStream = new SseStream(() => this.#streamDied(stream));
+    this.#stream = stream;
+    previous?.close();
+    stream.retry(1000);
+    const lastEventId = Number.parseInt(request.headers.get("last-event-id") ?? "", 10);
+    const missed = Number.isInteger(lastEventId) ? this.#store.after(lastEventId) : [];
+    for (const m of missed) stream.event(m.message, m.seq);
+    if (missed.length === 0) stream.prime(this.#store.lastSeq);
+    stream.keepAlive(config(this.env).keepAliveMs);
+    this.#tellSessions("live");
+    return new Response(stream.readable, { headers: { ...SSE_HEADERS, "mcp-session-id": meta.sessionId } });
+  }
+
+  #streamDied(stream: SseStream): void {
+    if (this.#stream !== stream) return;
+    this.#stream = null;
+    if (!this.#meta) return;
+    this.#log.info("MCP event stream dropped");
+    this.#tellSessions("dropped");
+  }
+
+  // ------------------------------------------------------------------ DELETE
+
+  async #delete(principal: CallerPrincipal): Promise<Response> {
+    const meta = this.#authorized(principal);
+    if (meta instanceof Response) return meta;
+    this.#log.info("MCP session ended by the client");
+    await this.#terminate();
+    return new Response(null, { status: 204 });
+  }
+
+  async #terminate(): Promise<void> {
+    const meta = this.#meta;
+    if (!meta) return;
+    const sessions = this.#store.subscriptions();
+    this.#meta = null;
+    this.#store.clear();
+    await this.ctx.storage.deleteAlarm();
+    this.#stream?.close();
+    this.#stream = null;
+    await Promise.all(sessions.map((id) => this.#tell(meta.sessionId, id, "gone")));
+  }
+
+  // ------------------------------------------------------------------ helpers
+
+  #authorized(principal: CallerPrincipal): McpMeta | Response {
+    const meta = this.#meta;
+    // A session of another token is reported exactly like an unknown one.
+    if (!meta || meta.tokenId !== principal.tokenId) {
+      return rpcErrorResponse(404, McpErrorCode.sessionNotFound, "Session not found");
+    }
+    return meta;
+  }
+
+  #touch(meta: McpMeta): void {
+    const now = Date.now();
+    // Persisted at most once a minute: it only decides idle expiry.
+    if (now - meta.lastActivity > 60_000) {
+      meta.lastActivity = now;
+      this.#store.setMeta("session", meta);
+    } else meta.lastActivity = now;
+  }
+
+  #tellSessions(change: PresenceChange): void {
+    const meta = this.#meta;
+    if (!meta) return;
+    for (const id of this.#store.subscriptions()) void this.#tell(meta.sessionId, id, change);
+  }
+
+  async #tell(mcpSessionId: string, sessionId: string, change: PresenceChange): Promise<void> {
+    try {
+      await this.env.SESSIONS.get(this.env.SESSIONS.idFromName(sessionId)).presenceChanged(
+        mcpSessionId,
+        change,
+      );
+    } catch (err) {
+      this.#log.warn("presence update failed", { session: sessionId, change, error: errorMessage(err) });
+    }
+  }
+}
+
+function tryParseJsonOrNull(text: string | null): unknown {
+  if (text === null) return null;
+  const parsed = tryParseJson(text);
+  return parsed.ok ? parsed.value : null;
+}

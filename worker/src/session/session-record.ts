@@ -1,0 +1,47 @@
+import type { CallerTool } from "../../../protocol/caller-tools.js";
+
+export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ended";
+
+/** Everything a SessionDurableObject knows about its session, persisted as one row. */
+export interface SessionRecord {
+  sessionId: string;
+  projectId: string;
+  ownerTokenId: string;
+  callerId: string | null;
+  callerTools: CallerTool[];
+  callerTimeoutMs: number;
+  status: SessionStatus;
+  hostId: string | null;
+  runtime: string | null;
+  image: string | null;
+  createdAt: string;
+  endedAt: string | null;
+  /** Index the next event gets. */
+  nextIndex: number;
+  /** Seq of the last message queued for the droid. */
+  lastMessageSeq: number;
+  /** Highest batch seq of host events stored (host events are idempotent by seq). */
+  storedHostEventSeq: number;
+  /** When the owner's last plain SSE/WebSocket subscriber went away (epoch ms), for the grace period. */
+  plainDroppedAt: number | null;
+}
+
+/** What `session get` (and spawn) return. */
+export interface SessionInfo {
+  session_id: string;
+  project_id: string;
+  status: SessionStatus;
+  host_id: string | null;
+  runtime: string | null;
+  caller_id: string | null;
+  caller_tools: string[];
+  caller_timeout_ms: number;
+  pending_caller_requests: number;
+  next_index: number;
+  created_at: string;
+  ended_at: string | null;
+}
+
+export function isLive(status: SessionStatus): boolean {
+  return status === "starting" || status === "running";
+}

@@ -1,0 +1,43 @@
+import type { CallerTool } from "../../../protocol/caller-tools.js";
+import type { JsonValue } from "../../../protocol/json.js";
+import type { CallerPrincipal } from "../auth/tokens.js";
+
+/** The MCP session a call came through; the owner's MCP sessions get the session's events. */
+export interface Via {
+  mcpSessionId: string;
+  streaming: boolean;
+}
+
+export interface CallerDeclaration {
+  callerId: string;
+  tools: CallerTool[];
+}
+
+export interface CreateSessionInput {
+  sessionId: string;
+  projectId: string;
+  owner: CallerPrincipal;
+  caller: CallerDeclaration | null;
+  callerTimeoutMs: number;
+  prompt: string | null;
+  image: string | null;
+  via: Via | null;
+}
+
+export interface SendMessageInput {
+  principal: CallerPrincipal;
+  message: string | null;
+  caller: CallerDeclaration | null;
+  via: Via | null;
+}
+
+export interface RespondInput {
+  principal: CallerPrincipal;
+  requestId: string;
+  result?: JsonValue;
+  error?: unknown;
+  via: Via | null;
+}
+
+/** What the MCP session reports about its event stream. */
+export type PresenceChange = "live" | "dropped" | "gone";

@@ -1,0 +1,68 @@
+import { z } from "zod";
+import type { Access, Target } from "../auth/scopes.js";
+import type { ToolContext } from "./context.js";
+
+/**
+ * A tool is defined once: input schema, description, access level, target, timing class and
+ * handler per action. The MCP JSON Schema, argument validation, the permission check and the
+ * dispatch are all derived from this definition (see json-schema.ts and dispatch.ts).
+ */
+
+/** sync: the call returns the handler's result. fire_and_forget: the call returns once accepted. */
+export type Timing = "sync" | "fire_and_forget";
+
+export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unknown> {
+  description: string;
+  input: I;
+  access: Access;
+  timing: Timing;
+  handler(args: z.output<I>, ctx: ToolContext): Promise<O>;
+}
+
+/** Binds an action's handler type to its input schema. */
+export function action<I extends z.ZodObject, O>(def: ActionDefinition<I, O>): ActionDefinition<I, O> {
+  return def;
+}
+
+export interface ToolDefinition {
+  name: string;
+  title: string;
+  description: string;
+  target: Target;
+  /** Unified tools have several actions chosen by the `action` argument; standalone tools have one, named by `single`. */
+  actions: Record<string, ActionDefinition>;
+  single?: string;
+}
+
+/** A unified tool whose actions are chosen with an `action` argument. */
+export function defineActionTool(def: Omit<ToolDefinition, "single">): ToolDefinition {
+  return def;
+}
+
+/** A standalone tool with one action. */
+export function defineTool<I extends z.ZodObject, O>(
+  def: Omit<ToolDefinition, "actions" | "single"> & { action: ActionDefinition<I, O> },
+): ToolDefinition {
+  const { action: only, ...rest } = def;
+  return { ...rest, actions: { [def.name]: only as unknown as ActionDefinition }, single: def.name };
+}
+
+/** The zod schema that validates a tool's arguments, `action` included for unified tools. */
+export function argumentsSchema(
+  tool: ToolDefinition,
+): z.ZodType<{ action: string } & Record<string, unknown>> {
+  if (tool.single !== undefined) {
+    const only = tool.actions[tool.single];
+    if (!only) throw new Error(`tool ${tool.name} has no action ${tool.single}`);
+    const name = tool.single;
+    return only.input.strict().transform((args) => ({ ...args, action: name }));
+  }
+  const options = Object.entries(tool.actions).map(([name, def]) =>
+    def.input.extend({ action: z.literal(name) }).strict(),
+  );
+  const [first, ...others] = options;
+  if (!first) throw new Error(`tool ${tool.name} has no actions`);
+  return z.discriminatedUnion("action", [first, ...others]) as unknown as z.ZodType<
+    { action: string } & Record<string, unknown>
+  >;
+}
