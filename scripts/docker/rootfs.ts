@@ -1,0 +1,118 @@
+/**
+ * The node base image's root filesystem, made from this machine's own Node binary: no registry
+ * is reachable here, so the image is `node` plus exactly the shared libraries `ldd` says it
+ * loads, a non-root user and the directories a process expects.
+ */
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, realpathSync, statSync } from "node:fs";
+import { posix } from "node:path";
+import { promisify } from "node:util";
+import tar from "tar-stream";
+import { DockerImageError } from "./errors.js";
+
+/** Bump when the layout below changes, so existing base images are not reused. */
+const LAYOUT_VERSION = 1;
+export const DROID_UID = 1000;
+export const DROID_HOME = "/home/droid";
+
+const PASSWD = `root:x:0:0:root:/root:/sbin/nologin\ndroid:x:${DROID_UID}:${DROID_UID}:droid:${DROID_HOME}:/sbin/nologin\n`;
+const GROUP = `root:x:0:\ndroid:x:${DROID_UID}:\n`;
+
+/** A host file copied into the image at `imagePath`. */
+export interface RootfsFile {
+  imagePath: string;
+  hostPath: string;
+  size: number;
+  mode: number;
+}
+
+export interface NodeRootfs {
+  files: RootfsFile[];
+  /** Deterministic id of this rootfs: Node version + hash of the file list and layout. */
+  tag: string;
+}
+
+/** Lists the files of the base image: `process.execPath` as /usr/local/bin/node and its libraries. */
+export async function planNodeRootfs(): Promise<NodeRootfs> {
+  const node = realpathSync(process.execPath);
+  const files: RootfsFile[] = [hostFile("/usr/local/bin/node", node)];
+  for (const lib of await sharedLibraries(node)) files.push(hostFile(lib, realpathSync(lib)));
+
+  const hash = createHash("sha256").update(`layout ${LAYOUT_VERSION}\n${PASSWD}${GROUP}`);
+  for (const file of files) {
+    const { mtimeMs } = statSync(file.hostPath);
+    hash.update(`${file.imagePath}\0${file.hostPath}\0${file.size}\0${mtimeMs}\n`);
+  }
+  return { files, tag: `${process.versions.node}-${hash.digest("hex").slice(0, 12)}` };
+}
+
+/** Streams the rootfs as an uncompressed tar archive (what `docker import` takes). */
+export function packNodeRootfs(rootfs: NodeRootfs): tar.Pack {
+  const pack = tar.pack();
+  void writeEntries(pack, rootfs).catch((error: unknown) => pack.destroy(toError(error)));
+  return pack;
+}
+
+async function writeEntries(pack: tar.Pack, rootfs: NodeRootfs): Promise<void> {
+  const dirs = new Set<string>(["/etc", "/home", "/root", "/tmp", "/usr/local/bin"]);
+  for (const file of rootfs.files) {
+    for (let dir = posix.dirname(file.imagePath); dir !== "/"; dir = posix.dirname(dir)) dirs.add(dir);
+  }
+  const mtime = new Date(0);
+  for (const dir of [...dirs].sort()) {
+    const mode = dir === "/tmp" ? 0o1777 : dir === "/root" ? 0o700 : 0o755;
+    pack.entry({ name: dir.slice(1), type: "directory", mode, uid: 0, gid: 0, mtime });
+  }
+  pack.entry({
+    name: DROID_HOME.slice(1),
+    type: "directory",
+    mode: 0o755,
+    uid: DROID_UID,
+    gid: DROID_UID,
+    mtime,
+  });
+  pack.entry({ name: "etc/passwd", mode: 0o644, mtime }, PASSWD);
+  pack.entry({ name: "etc/group", mode: 0o644, mtime }, GROUP);
+  for (const file of rootfs.files) {
+    // One entry at a time: a tar stream is sequential, and node is ~100 MB.
+    await new Promise<void>((resolve, reject) => {
+      const header = { name: file.imagePath.slice(1), size: file.size, mode: file.mode, mtime };
+      const entry = pack.entry(header, (error) => (error ? reject(error) : resolve()));
+      const source = createReadStream(file.hostPath);
+      source.once("error", reject);
+      source.pipe(entry);
+    });
+  }
+  pack.finalize();
+}
+
+function hostFile(imagePath: string, hostPath: string): RootfsFile {
+  const stat = statSync(hostPath);
+  return { imagePath, hostPath, size: stat.size, mode: stat.mode & 0o777 };
+}
+
+/** Absolute paths `ldd` resolves for a binary, the dynamic loader included. */
+async function sharedLibraries(binary: string): Promise<string[]> {
+  let stdout: string;
+  try {
+    ({ stdout } = await promisify(execFile)("ldd", [binary]));
+  } catch (error) {
+    throw new DockerImageError("base_image_failed", `ldd ${binary} failed: ${toError(error).message}`);
+  }
+  const paths: string[] = [];
+  for (const line of stdout.split("\n")) {
+    if (line.includes("not found")) {
+      throw new DockerImageError("base_image_failed", `ldd ${binary}: a library is missing: ${line.trim()}`);
+    }
+    // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" or "/lib64/ld-linux-x86-64.so.2 (0x…)";
+    // linux-vdso has no path (the kernel provides it).
+    const match = /(?:=>\s*)?(\/\S+)\s+\(0x[0-9a-f]+\)/.exec(line);
+    if (match?.[1] !== undefined) paths.push(match[1]);
+  }
+  return [...new Set(paths)];
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
