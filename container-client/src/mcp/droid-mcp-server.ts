@@ -1,0 +1,113 @@
+/**
+ * The MCP server the droid talks to over stdio: lists the caller's tools and relays calls to
+ * the host-agent. Built on the SDK's low-level `Server` because the tool set is replaced whole
+ * at run time, with schemas the caller wrote in JSON Schema.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  type CallToolRequest,
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+  type ServerNotification,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../../../lib/log.js";
+import { JsonObjectSchema } from "../../../protocol/json.js";
+import type { RelayLink } from "../socket/relay-link.js";
+import { failureResult, toCallToolResult, toolErrorResult } from "../tools/call-result.js";
+import type { CallerToolRegistry } from "../tools/caller-tool-registry.js";
+import { startProgressHeartbeat } from "./progress-heartbeat.js";
+
+export const SERVER_NAME = "oubliette-container-client";
+
+export interface DroidMcpServerOptions {
+  link: Pick<RelayLink, "callerTool">;
+  registry: CallerToolRegistry;
+  logger: Logger;
+  version: string;
+  /** Added to the config's `timeout_ms` so the host-agent always gives up first; default 5 s. */
+  callMarginMs?: number;
+  progressIntervalMs?: number;
+}
+
+interface CallExtra {
+  signal: AbortSignal;
+  sendNotification(notification: ServerNotification): Promise<void>;
+}
+
+export class DroidMcpServer {
+  readonly #server: Server;
+  readonly #options: DroidMcpServerOptions;
+  readonly #log: Logger;
+  #initialized = false;
+
+  constructor(options: DroidMcpServerOptions) {
+    this.#options = options;
+    this.#log = options.logger.child({ component: "mcp" });
+    this.#server = new Server(
+      { name: SERVER_NAME, version: options.version },
+      { capabilities: { tools: { listChanged: true } } },
+    );
+    this.#server.oninitialized = () => {
+      this.#initialized = true;
+      this.#log.info({ client: this.#server.getClientVersion() }, "droid connected");
+    };
+    this.#server.onerror = (err) => this.#log.warn({ err: err.message }, "MCP error");
+    this.#server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: options.registry.list() }));
+    this.#server.setRequestHandler(CallToolRequestSchema, (request, extra) => this.#callTool(request, extra));
+  }
+
+  /** Serves the droid over `transport`; `onClose` runs when the droid goes away. */
+  async connect(transport: Transport, onClose: () => void): Promise<void> {
+    this.#server.onclose = onClose;
+    await this.#server.connect(transport);
+  }
+
+  /** Tells the droid its tool list changed; skipped until it has initialized (it lists tools then). */
+  toolsChanged(): void {
+    if (!this.#initialized) return;
+    this.#server
+      .sendToolListChanged()
+      .catch((err: unknown) => this.#log.warn({ err }, "tools/list_changed could not be sent"));
+  }
+
+  async close(): Promise<void> {
+    await this.#server.close();
+  }
+
+  async #callTool(request: CallToolRequest, extra: CallExtra): Promise<CallToolResult> {
+    const { name } = request.params;
+    const tool = this.#options.registry.get(name);
+    if (!tool) return toolErrorResult(`unknown tool: ${name}`);
+    const args = JsonObjectSchema.safeParse(request.params.arguments ?? {});
+    if (!args.success) return toolErrorResult("tool arguments must be a JSON object");
+
+    const timeoutMs = tool.timeoutMs + (this.#options.callMarginMs ?? 5_000);
+    const token = request.params._meta?.progressToken;
+    const stopProgress =
+      token === undefined
+        ? () => {}
+        : startProgressHeartbeat(
+            extra.sendNotification,
+            token,
+            this.#options.progressIntervalMs ?? 10_000,
+            this.#log,
+          );
+    const startedAt = Date.now();
+    try {
+      const result = await this.#options.link.callerTool(tool.callerTool, args.data, {
+        timeoutMs,
+        timeoutMessage: `the host-agent did not answer within ${Math.round(timeoutMs / 1000)} s`,
+        signal: extra.signal,
+      });
+      this.#log.debug({ tool: name, ms: Date.now() - startedAt }, "caller tool answered");
+      return toCallToolResult(result);
+    } catch (err) {
+      this.#log.info({ tool: name, ms: Date.now() - startedAt, err }, "caller tool call failed");
+      return failureResult(err);
+    } finally {
+      stopProgress();
+    }
+  }
+}

@@ -1,0 +1,360 @@
+/**
+ * End to end across real processes: a RelaySocketServer in this process, the scripted droid as
+ * a child process, and the container-client it starts over MCP stdio.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RelaySocketServer } from "../../host-agent/src/socket/index.js";
+import type { CallerToolCall } from "../../host-agent/src/socket/types.js";
+import { createLogger } from "../../lib/log.js";
+import type { CallerToolOutcome, CallerToolsConfig } from "../../protocol/caller-tools.js";
+import { LineSplitter } from "../../protocol/line-splitter.js";
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+const TOKEN = "integration-token";
+const logger = createLogger({ name: "relay-it", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
+
+type Line = Record<string, unknown>;
+type Handler = (call: CallerToolCall, signal: AbortSignal) => Promise<CallerToolOutcome>;
+
+/** The scripted droid as a child process: scripts in on stdin, JSON lines out on stdout. */
+class Droid {
+  readonly #child: ChildProcessWithoutNullStreams;
+  readonly #lines: Line[] = [];
+  #wakers: Array<() => void> = [];
+  #seq = 0;
+  #stderr = "";
+
+  constructor(env: Record<string, string>) {
+    this.#child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/scripted-droid/main.ts"], {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+    });
+    const splitter = new LineSplitter(64 * 1024 * 1024);
+    this.#child.stdout.on("data", (chunk: Buffer) => {
+      for (const e of splitter.push(chunk))
+        if (e.kind === "line") this.#lines.push(JSON.parse(e.text) as Line);
+      const wakers = this.#wakers;
+      this.#wakers = [];
+      for (const wake of wakers) wake();
+    });
+    this.#child.stderr.on("data", (chunk: Buffer) => {
+      // Keep only the tail, for failure messages.
+      this.#stderr = (this.#stderr + chunk.toString()).slice(-8000);
+    });
+  }
+
+  /** Sends one droid message holding `script`; returns its seq. */
+  send(script: unknown): number {
+    this.#seq += 1;
+    const text = typeof script === "string" ? script : JSON.stringify(script);
+    this.#child.stdin.write(`${JSON.stringify({ type: "message", seq: this.#seq, text })}\n`);
+    return this.#seq;
+  }
+
+  /** Removes and returns the first output line matching `pred`, waiting up to `ms`. */
+  async take(pred: (line: Line) => boolean, ms = 10_000): Promise<Line> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const i = this.#lines.findIndex(pred);
+      if (i >= 0) return this.#lines.splice(i, 1)[0] as Line;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(
+          `no matching droid line; unread: ${JSON.stringify(this.#lines)}\nstderr: ${this.#stderr}`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#wakers.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Runs a script and returns its lines up to its `done` (for scripts run one at a time). */
+  async run(script: unknown, ms = 10_000): Promise<Line[]> {
+    const seq = this.send(script);
+    await this.take((l) => l.op === "done" && l.seq === seq, ms);
+    return this.#lines.splice(0);
+  }
+
+  /** Ends stdin and waits for the droid to exit (killing it if it does not). */
+  async stop(): Promise<number | null> {
+    const exited = new Promise<number | null>((resolve) => this.#child.once("exit", (code) => resolve(code)));
+    this.#child.stdin.end();
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 10_000);
+    try {
+      return await exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+let dir: string;
+let path: string;
+let server: RelaySocketServer;
+let handler: Handler = async (call) => ({ ok: true, result: call.arguments });
+let droid: Droid;
+
+const baseConfig: CallerToolsConfig = {
+  caller_id: "ant",
+  tools: [
+    {
+      name: "send_response",
+      description: "Send message",
+      inputSchema: { type: "object", properties: { message: { type: "string" } } },
+    },
+    { name: "echo" },
+    { name: "fail" },
+    { name: "hang" },
+    { name: "gather" },
+  ],
+  timeout_ms: 5_000,
+};
+
+async function startServer(config: CallerToolsConfig = baseConfig): Promise<RelaySocketServer> {
+  const s = new RelaySocketServer({
+    path,
+    sessionId: "sess-it",
+    sessionToken: TOKEN,
+    logger,
+    handlers: { callerTool: (call, signal) => handler(call, signal) },
+  });
+  s.setCallerToolsConfig(config);
+  await s.start();
+  return s;
+}
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const textOf = (line: Line) => (line.content as Array<{ text?: string }> | undefined)?.[0]?.text;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "cc-it-"));
+  path = join(dir, "relay.sock");
+  server = await startServer();
+  droid = new Droid({
+    OUBLIETTE_SOCKET: path,
+    OUBLIETTE_SESSION_TOKEN: TOKEN,
+    OUBLIETTE_CLIENT_COMMAND: JSON.stringify(["node", "--import", "tsx", "container-client/src/main.ts"]),
+    OUBLIETTE_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn",
+  });
+  await droid.take((l) => l.op === "ready", 20_000);
+}, 30_000);
+
+afterAll(async () => {
+  const code = await droid?.stop();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+  expect(code).toBe(0);
+}, 20_000);
+
+describe("container-client end to end", () => {
+  it("lists the caller's tools with their schemas (default {type: object})", async () => {
+    const lines = await droid.run({ steps: [{ op: "wait_tool", name: "ant_echo" }, { op: "list_tools" }] });
+    expect(lines.find((l) => l.op === "wait_tool")).toMatchObject({ found: true });
+    const listed = lines.find((l) => l.op === "list_tools")?.tools as Array<Record<string, unknown>>;
+    expect(listed.map((t) => t.name)).toEqual([
+      "ant_send_response",
+      "ant_echo",
+      "ant_fail",
+      "ant_hang",
+      "ant_gather",
+    ]);
+    expect(listed[0]).toEqual({
+      name: "ant_send_response",
+      description: "Send message",
+      inputSchema: { type: "object", properties: { message: { type: "string" } } },
+    });
+    expect(listed[1]?.inputSchema).toEqual({ type: "object" });
+  });
+
+  it("re-declaration replaces the list and the droid sees list_changed", async () => {
+    const seq = droid.send({ op: "wait_tool", name: "ant_later", timeout_ms: 10_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    server.setCallerToolsConfig({ ...baseConfig, tools: [...baseConfig.tools.slice(1), { name: "later" }] });
+    const waited = await droid.take((l) => l.op === "wait_tool" && l.name === "ant_later");
+    expect(waited.found).toBe(true);
+    await droid.take((l) => l.op === "done" && l.seq === seq);
+    const lines = await droid.run({ op: "list_tools" });
+    const names = ((lines[0]?.tools ?? []) as Array<{ name: string }>).map((t) => t.name);
+    expect(names).toContain("ant_later");
+    expect(names).not.toContain("ant_send_response");
+    server.setCallerToolsConfig(baseConfig);
+    await droid.run({ op: "wait_tool", name: "ant_send_response" });
+  });
+
+  it("relays a call and maps results: JSON, string, and MCP results pass through", async () => {
+    handler = async (call): Promise<CallerToolOutcome> => {
+      if (call.arguments.kind === "string") return { ok: true, result: "plain text" };
+      if (call.arguments.kind === "mcp") {
+        return { ok: true, result: { content: [{ type: "text", text: "from mcp" }], isError: false } };
+      }
+      return { ok: true, result: { echoed: call.arguments } };
+    };
+    const lines = await droid.run({
+      steps: [
+        { op: "call", id: "j", name: "ant_echo", arguments: { message: "hi" } },
+        { op: "call", id: "s", name: "ant_echo", arguments: { kind: "string" } },
+        { op: "call", id: "m", name: "ant_echo", arguments: { kind: "mcp" } },
+        { op: "call", id: "u", name: "ant_nope" },
+      ],
+    });
+    const byId = (id: string) => lines.find((l) => l.op === "call" && l.id === id) as Line;
+    expect(byId("j")).toMatchObject({
+      is_error: false,
+      content: [{ type: "text", text: '{"echoed":{"message":"hi"}}' }],
+    });
+    expect(byId("s")).toMatchObject({ is_error: false, content: [{ type: "text", text: "plain text" }] });
+    expect(byId("m")).toMatchObject({ is_error: false, content: [{ type: "text", text: "from mcp" }] });
+    expect(byId("u").is_error).toBe(true);
+    expect(textOf(byId("u"))).toContain("unknown tool: ant_nope");
+  });
+
+  it("a caller error reads as the caller's own message", async () => {
+    handler = async () => ({ ok: false, error: { reason: "caller_error", message: "recipient not found" } });
+    const lines = await droid.run({ op: "call", id: "f", name: "ant_fail" });
+    expect(lines[0]).toMatchObject({ op: "call", id: "f", is_error: true });
+    expect(textOf(lines[0] as Line)).toBe("recipient not found");
+  });
+
+  it("answers 50 concurrent calls resolved out of order, each with its own result", async () => {
+    const waiting: Array<{ n: number; resolve: (o: CallerToolOutcome) => void }> = [];
+    handler = (call) =>
+      new Promise((resolve) => {
+        waiting.push({ n: Number(call.arguments.n), resolve });
+        if (waiting.length === 50) {
+          // A fixed shuffle: every other one from the back, then the rest.
+          const order = [...waiting].reverse().sort((a, b) => (a.n % 2) - (b.n % 2));
+          for (const w of order) w.resolve({ ok: true, result: { n: w.n } });
+        }
+      });
+    const steps = Array.from({ length: 50 }, (_, n) => ({
+      op: "call",
+      id: `p${n}`,
+      name: "ant_gather",
+      arguments: { n },
+    }));
+    const lines = await droid.run({ op: "parallel", steps });
+    const calls = lines.filter((l) => l.op === "call");
+    expect(calls).toHaveLength(50);
+    for (const line of calls) {
+      expect(line.is_error).toBe(false);
+      expect(textOf(line)).toBe(JSON.stringify({ n: Number(String(line.id).slice(1)) }));
+    }
+  });
+
+  it("a request too large for one socket line fails at once with a clear message", async () => {
+    let called = false;
+    handler = async () => {
+      called = true;
+      return { ok: true, result: null };
+    };
+    const lines = await droid.run({
+      op: "call",
+      id: "big",
+      name: "ant_echo",
+      arguments: { pad: "x".repeat(1_100_000) },
+    });
+    expect(lines[0]).toMatchObject({ op: "call", id: "big", is_error: true });
+    expect(textOf(lines[0] as Line)).toMatch(/too large to relay/);
+    expect(called).toBe(false);
+  });
+
+  it("benchmarks a tool with bounded concurrency and no mismatches", async () => {
+    handler = async (call) => ({ ok: true, result: call.arguments });
+    const lines = await droid.run(
+      { op: "bench", name: "ant_echo", count: 300, concurrency: 16, warmup: 10, arguments: { pad: "x" } },
+      30_000,
+    );
+    const report = lines.find((l) => l.op === "bench") as Line;
+    expect(report).toMatchObject({ count: 300, concurrency: 16, errors: 0, mismatches: 0 });
+    expect(report.calls_per_s).toBeGreaterThan(0);
+  }, 40_000);
+
+  it("a caller that never answers ends with the relay's timeout, not a hang", async () => {
+    handler = () => new Promise(() => {});
+    server.setCallerToolsConfig({ ...baseConfig, timeout_ms: 300 });
+    const lines = await droid.run({ op: "call", id: "t", name: "ant_hang" }, 15_000);
+    expect(lines[0]).toMatchObject({ op: "call", id: "t", is_error: true });
+    expect(textOf(lines[0] as Line)).toMatch(/did not answer within/);
+    server.setCallerToolsConfig(baseConfig);
+  }, 20_000);
+
+  it("server close answers an in-flight call; the next call succeeds on a new server", async () => {
+    let started = false;
+    handler = () => {
+      started = true;
+      return new Promise(() => {});
+    };
+    const seq = droid.send({ op: "call", id: "inflight", name: "ant_hang" });
+    await until(() => started);
+    await server.close();
+    const failed = await droid.take((l) => l.op === "call" && l.id === "inflight");
+    await droid.take((l) => l.op === "done" && l.seq === seq);
+    expect(failed.is_error).toBe(true);
+    expect(textOf(failed)).toMatch(/closed/);
+
+    handler = async (call) => ({ ok: true, result: call.arguments });
+    server = await startServer();
+    const lines = await droid.run({ op: "call", id: "after", name: "ant_echo", arguments: { again: true } });
+    expect(lines[0]).toMatchObject({ is_error: false, content: [{ type: "text", text: '{"again":true}' }] });
+  }, 20_000);
+
+  it("an abrupt socket drop fails the in-flight call; the client reconnects and keeps serving", async () => {
+    await server.close();
+    // A host-agent that accepts hello and then dies in the middle of a call.
+    let sawCall = false;
+    const sockets = new Set<Socket>();
+    const fake: Server = createServer((socket) => {
+      sockets.add(socket);
+      const splitter = new LineSplitter(1024 * 1024);
+      socket.on("error", () => {});
+      socket.on("data", (chunk: Buffer) => {
+        for (const e of splitter.push(chunk)) {
+          if (e.kind !== "line") continue;
+          const msg = JSON.parse(e.text) as { id: number; method: string };
+          if (msg.method === "hello") {
+            socket.write(
+              `${JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { session_id: "x", protocol_version: 1 } })}\n`,
+            );
+          } else if (msg.method === "caller_tool") {
+            sawCall = true;
+            socket.destroy();
+          }
+        }
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(path, resolve));
+    await until(() => sockets.size > 0);
+    await new Promise((r) => setTimeout(r, 100));
+
+    const lost = await droid.run({ op: "call", id: "lost", name: "ant_echo", arguments: {} });
+    expect(sawCall).toBe(true);
+    expect(lost[0]).toMatchObject({ op: "call", id: "lost", is_error: true });
+    expect(textOf(lost[0] as Line)).toBe("connection to the host-agent was lost");
+
+    await new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      fake.close(() => resolve());
+    });
+    server = await startServer();
+    const ok = await droid.run({ op: "call", id: "back", name: "ant_echo", arguments: { back: 1 } });
+    expect(ok[0]).toMatchObject({ is_error: false, content: [{ type: "text", text: '{"back":1}' }] });
+  }, 20_000);
+});

@@ -1,0 +1,405 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RelaySocketServer } from "../../host-agent/src/socket/index.js";
+import type { CallerToolCall } from "../../host-agent/src/socket/types.js";
+import { createLogger } from "../../lib/log.js";
+import type { CallerToolOutcome, CallerToolsConfig } from "../../protocol/caller-tools.js";
+import { LineSplitter } from "../../protocol/line-splitter.js";
+import { RpcErrorCode } from "../../protocol/rpc-errors.js";
+
+const TOKEN = "s3cret-token";
+const logger = createLogger({ name: "relay-test", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
+
+type Msg = Record<string, unknown> & {
+  id?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+};
+
+/** A raw JSON-lines client over a Unix socket, with a bounded wait for the next message. */
+class RawClient {
+  readonly socket: Socket;
+  readonly #inbox: Msg[] = [];
+  #waiters: Array<() => void> = [];
+  #closed = false;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    const splitter = new LineSplitter(16 * 1024 * 1024);
+    socket.on("data", (chunk: Buffer) => {
+      for (const e of splitter.push(chunk))
+        if (e.kind === "line") this.#inbox.push(JSON.parse(e.text) as Msg);
+      this.#wake();
+    });
+    socket.on("close", () => {
+      this.#closed = true;
+      this.#wake();
+    });
+    socket.on("error", () => {});
+  }
+
+  static open(path: string): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const s = connect(path, () => resolve(new RawClient(s)));
+      s.once("error", reject);
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #wake(): void {
+    const w = this.#waiters;
+    this.#waiters = [];
+    for (const f of w) f();
+  }
+
+  send(message: unknown): void {
+    this.sendRaw(JSON.stringify(message));
+  }
+
+  sendRaw(line: string): void {
+    this.socket.write(`${line}\n`);
+  }
+
+  request(id: number | string, method: string, params?: unknown): void {
+    this.send({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) });
+  }
+
+  /** Resolves with the first message matching `pred` (removing it), within `ms`. */
+  async take(pred: (m: Msg) => boolean = () => true, ms = 3000): Promise<Msg> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const i = this.#inbox.findIndex(pred);
+      if (i >= 0) return this.#inbox.splice(i, 1)[0] as Msg;
+      const left = deadline - Date.now();
+      if (left <= 0 || this.#closed) throw new Error(`no matching message (closed=${this.#closed})`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  response(id: number | string, ms?: number): Promise<Msg> {
+    return this.take((m) => m.id === id, ms);
+  }
+
+  async waitClosed(ms = 3000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!this.#closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    if (!this.#closed) throw new Error("socket did not close");
+  }
+
+  async hello(): Promise<Msg> {
+    this.request("hello", "hello", { session_token: TOKEN, client: { name: "test", version: "0" } });
+    return this.response("hello");
+  }
+}
+
+type Handler = (call: CallerToolCall, signal: AbortSignal) => Promise<CallerToolOutcome>;
+
+let dir: string;
+let path: string;
+let server: RelaySocketServer;
+let handler: Handler;
+const clients: RawClient[] = [];
+
+const config: CallerToolsConfig = {
+  caller_id: "ant",
+  tools: [{ name: "echo", description: "echoes" }],
+  timeout_ms: 60_000,
+};
+
+async function open(): Promise<RawClient> {
+  const c = await RawClient.open(path);
+  clients.push(c);
+  return c;
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "relay-test-"));
+  path = join(dir, "relay.sock");
+  handler = async (call) => ({ ok: true, result: { echoed: call.arguments } });
+  server = new RelaySocketServer({
+    path,
+    sessionId: "sess-1",
+    sessionToken: TOKEN,
+    maxLineBytes: 4096,
+    logger,
+    handlers: { callerTool: (call, signal) => handler(call, signal) },
+  });
+  await server.start();
+});
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.socket.destroy();
+  await server.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("RelaySocketServer", () => {
+  it("creates the socket world-writable and replaces a stale socket", async () => {
+    expect((await stat(path)).mode & 0o777).toBe(0o666);
+    // A process killed without cleanup leaves its socket file behind.
+    const stalePath = join(dir, "stale.sock");
+    const child = spawn(
+      process.execPath,
+      ["-e", `require("net").createServer().listen(${JSON.stringify(stalePath)}, () => console.log("up"))`],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.once("exit", resolve));
+    expect((await stat(stalePath)).isSocket()).toBe(true);
+    const again = new RelaySocketServer({
+      path: stalePath,
+      sessionId: "s",
+      sessionToken: TOKEN,
+      logger,
+      handlers: { callerTool: (call, signal) => handler(call, signal) },
+    });
+    await again.start();
+    try {
+      const c = await RawClient.open(stalePath);
+      clients.push(c);
+      expect((await c.hello()).result).toEqual({ session_id: "s", protocol_version: 1 });
+    } finally {
+      await again.close();
+    }
+  });
+
+  it("requires hello before caller_tool but answers ping", async () => {
+    const c = await open();
+    c.request(1, "caller_tool", { tool: "echo", arguments: {} });
+    expect((await c.response(1)).error?.code).toBe(RpcErrorCode.Unauthenticated);
+    c.request(2, "ping");
+    expect((await c.response(2)).result).toEqual({});
+    const hello = await c.hello();
+    expect(hello.result).toEqual({ session_id: "sess-1", protocol_version: 1 });
+    c.request(3, "caller_tool", { tool: "echo", arguments: { a: 1 } });
+    expect((await c.response(3)).result).toEqual({ echoed: { a: 1 } });
+    expect(server.connectionCount).toBe(1);
+    expect(server.authenticatedCount).toBe(1);
+  });
+
+  it("a request right after hello in the same chunk is already authenticated", async () => {
+    const c = await open();
+    c.socket.write(
+      `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "hello", params: { session_token: TOKEN } })}\n${JSON.stringify({ jsonrpc: "2.0", id: 2, method: "caller_tool", params: { tool: "echo" } })}\n`,
+    );
+    expect((await c.response(2)).result).toEqual({ echoed: {} });
+  });
+
+  it("rejects a wrong token and closes after repeated failures", async () => {
+    const c = await open();
+    for (let i = 1; i <= 2; i++) {
+      c.request(i, "hello", { session_token: "wrong" });
+      const r = await c.response(i);
+      expect(r.error?.code).toBe(RpcErrorCode.Unauthenticated);
+      expect(JSON.stringify(r)).not.toContain(TOKEN);
+    }
+    expect(c.closed).toBe(false);
+    c.request(3, "hello", { session_token: "wrong-again" });
+    expect((await c.response(3)).error?.code).toBe(RpcErrorCode.Unauthenticated);
+    await c.waitClosed();
+  });
+
+  it("answers protocol faults with the right codes and keeps the connection", async () => {
+    const c = await open();
+    await c.hello();
+    c.sendRaw("{not json");
+    expect((await c.take()).error?.code).toBe(RpcErrorCode.ParseError);
+    c.send([{ jsonrpc: "2.0", id: 1, method: "ping" }]);
+    expect((await c.take()).error?.code).toBe(RpcErrorCode.InvalidRequest);
+    c.send({ jsonrpc: "2.0", id: 7, result: {} });
+    const notRequest = await c.take();
+    expect(notRequest.error?.code).toBe(RpcErrorCode.InvalidRequest);
+    expect(notRequest.id).toBe(7);
+    c.send({ jsonrpc: "1.0", id: 8, method: "ping" });
+    expect((await c.response(8)).error?.code).toBe(RpcErrorCode.InvalidRequest);
+    c.request(9, "no_such_method");
+    expect((await c.response(9)).error?.code).toBe(RpcErrorCode.MethodNotFound);
+    c.request(10, "caller_tool", { tool: 5 });
+    const bad = await c.response(10);
+    expect(bad.error?.code).toBe(RpcErrorCode.InvalidParams);
+    expect(bad.error?.message).toContain("tool");
+    c.request(11, "caller_tool", { tool: "echo", arguments: "nope" });
+    expect((await c.response(11)).error?.code).toBe(RpcErrorCode.InvalidParams);
+    c.request(12, "hello", {});
+    expect((await c.response(12)).error?.code).toBe(RpcErrorCode.InvalidParams);
+    c.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 13, method: "ping", params: { pad: "x".repeat(5000) } }));
+    const big = await c.take();
+    expect(big.error?.code).toBe(RpcErrorCode.InvalidRequest);
+    expect(big.id).toBeNull();
+    // Notifications get no answer; the next request still works.
+    c.send({ jsonrpc: "2.0", method: "notifications/whatever" });
+    c.request(14, "caller_tool", { tool: "echo", arguments: { still: "alive" } });
+    expect(await c.take()).toMatchObject({ id: 14, result: { echoed: { still: "alive" } } });
+  });
+
+  it("answers 20 concurrent calls resolved in reverse order, each with its own result", async () => {
+    const waiting: Array<{ call: CallerToolCall; resolve: (o: CallerToolOutcome) => void }> = [];
+    let allArrived: () => void = () => {};
+    const arrived = new Promise<void>((r) => {
+      allArrived = r;
+    });
+    handler = (call) =>
+      new Promise((resolve) => {
+        waiting.push({ call, resolve });
+        if (waiting.length === 20) allArrived();
+      });
+    const c = await open();
+    await c.hello();
+    for (let i = 0; i < 20; i++) c.request(i, "caller_tool", { tool: "echo", arguments: { n: i } });
+    await arrived;
+    for (const w of [...waiting].reverse())
+      w.resolve({ ok: true, result: { n: w.call.arguments.n ?? null } });
+    const order: unknown[] = [];
+    for (let k = 0; k < 20; k++) {
+      const m = await c.take();
+      expect(m.result).toEqual({ n: m.id });
+      order.push(m.id);
+    }
+    expect(order).toEqual([...Array(20).keys()].reverse());
+  });
+
+  it("a slow call does not block a fast one", async () => {
+    let releaseSlow: () => void = () => {};
+    handler = async (call) => {
+      if (call.tool === "slow") await new Promise<void>((r) => (releaseSlow = r));
+      return { ok: true, result: call.tool };
+    };
+    const c = await open();
+    await c.hello();
+    c.request("s", "caller_tool", { tool: "slow" });
+    c.request("f", "caller_tool", { tool: "fast" });
+    expect(await c.take()).toMatchObject({ id: "f", result: "fast" });
+    releaseSlow();
+    expect(await c.take()).toMatchObject({ id: "s", result: "slow" });
+  });
+
+  it("a peer that stops reading gets every answer once it reads again", async () => {
+    handler = async (call) => ({ ok: true, result: { n: call.arguments.n ?? null, pad: "p".repeat(3000) } });
+    const c = await open();
+    await c.hello();
+    c.socket.pause();
+    const total = 400; // ~1.2 MB of answers: far more than the socket buffers hold
+    for (let i = 0; i < total; i++) c.request(i, "caller_tool", { tool: "echo", arguments: { n: i } });
+    await new Promise((r) => setTimeout(r, 300));
+    c.socket.resume();
+    const seen = new Set<unknown>();
+    for (let k = 0; k < total; k++) {
+      const m = await c.take();
+      expect((m.result as { n: unknown }).n).toBe(m.id);
+      seen.add(m.id);
+    }
+    expect(seen.size).toBe(total);
+    expect(c.closed).toBe(false);
+  });
+
+  it("pushes caller_tools_config after hello and on every update", async () => {
+    const early = await open();
+    await early.hello();
+    server.setCallerToolsConfig(config);
+    expect(await early.take((m) => m.method === "caller_tools_config")).toEqual({
+      jsonrpc: "2.0",
+      method: "caller_tools_config",
+      params: config,
+    });
+    const late = await open();
+    const unauthenticated = await open();
+    await late.hello();
+    const pushed = await late.take((m) => m.method === "caller_tools_config");
+    expect(pushed.params).toEqual(config);
+    const next = { ...config, tools: [...config.tools, { name: "more" }] };
+    server.setCallerToolsConfig(next);
+    expect((await early.take((m) => m.method === "caller_tools_config")).params).toEqual(next);
+    expect((await late.take((m) => m.method === "caller_tools_config")).params).toEqual(next);
+    unauthenticated.request(1, "ping");
+    await unauthenticated.response(1);
+    await expect(unauthenticated.take((m) => m.method === "caller_tools_config", 200)).rejects.toThrow();
+  });
+
+  it("turns a failure outcome into error -32000 with data.reason", async () => {
+    handler = async () => ({ ok: false, error: { reason: "caller_error", message: "recipient not found" } });
+    const c = await open();
+    await c.hello();
+    c.request(1, "caller_tool", { tool: "send" });
+    expect((await c.response(1)).error).toEqual({
+      code: RpcErrorCode.ServerError,
+      message: "recipient not found",
+      data: { reason: "caller_error" },
+    });
+  });
+
+  it("refuses a result larger than the line limit instead of sending it", async () => {
+    handler = async () => ({ ok: true, result: "x".repeat(10_000) });
+    const c = await open();
+    await c.hello();
+    c.request(1, "caller_tool", { tool: "big" });
+    const r = await c.response(1);
+    expect(r.error?.code).toBe(RpcErrorCode.ServerError);
+    expect(r.error?.data).toEqual({ reason: "caller_error" });
+  });
+
+  it("aborts the handler's signal when the connection closes", async () => {
+    let aborted: () => void = () => {};
+    const sawAbort = new Promise<void>((r) => (aborted = r));
+    let started: () => void = () => {};
+    const sawStart = new Promise<void>((r) => (started = r));
+    handler = (_call, signal) =>
+      new Promise(() => {
+        started();
+        signal.addEventListener("abort", () => aborted());
+      });
+    const c = await open();
+    await c.hello();
+    c.request(1, "caller_tool", { tool: "hang" });
+    await sawStart;
+    c.socket.destroy();
+    await sawAbort;
+  });
+
+  it("close() answers in-flight calls with session_ended and ends connections", async () => {
+    let started: () => void = () => {};
+    const sawStart = new Promise<void>((r) => (started = r));
+    handler = () =>
+      new Promise(() => {
+        started();
+      });
+    const c = await open();
+    await c.hello();
+    c.request(1, "caller_tool", { tool: "hang" });
+    await sawStart;
+    await server.close();
+    const r = await c.response(1);
+    expect(r.error?.code).toBe(RpcErrorCode.ServerError);
+    expect(r.error?.data).toEqual({ reason: "session_ended" });
+    await c.waitClosed();
+    await expect(stat(path)).rejects.toThrow();
+    expect(server.connectionCount).toBe(0);
+  });
+
+  it("closes a connection that never says hello", async () => {
+    await server.close();
+    server = new RelaySocketServer({
+      path,
+      sessionId: "s",
+      sessionToken: TOKEN,
+      logger,
+      helloTimeoutMs: 100,
+      handlers: { callerTool: (call, signal) => handler(call, signal) },
+    });
+    await server.start();
+    const c = await open();
+    await c.waitClosed(2000);
+  });
+});
