@@ -22,6 +22,7 @@ export interface Env {
   OUBLIETTE_KEEPALIVE_MS?: string;
   OUBLIETTE_ALLOWED_ORIGINS?: string;
   OUBLIETTE_HOST_ACK_TIMEOUT_MS?: string;
+  OUBLIETTE_HOST_WAIT_MS?: string;
 }
 
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -46,6 +47,8 @@ const ConfigSchema = z.object({
         .filter(Boolean),
     ),
   hostAckTimeoutMs: ms(30_000),
+  /** How long a spawn waits for a host-agent when none is connected (tunnels reconnect after blips). */
+  hostWaitMs: z.coerce.number().int().nonnegative().default(10_000),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -62,6 +65,7 @@ export function config(env: Env): Config {
     keepAliveMs: env.OUBLIETTE_KEEPALIVE_MS,
     allowedOrigins: env.OUBLIETTE_ALLOWED_ORIGINS,
     hostAckTimeoutMs: env.OUBLIETTE_HOST_ACK_TIMEOUT_MS,
+    hostWaitMs: env.OUBLIETTE_HOST_WAIT_MS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -37,6 +37,8 @@ const SCHEMA = "CREATE TABLE IF NOT EXISTS placements (session_id TEXT PRIMARY K
 export class HostRegistryDurableObject extends DurableObject<Env> {
   readonly #log = createLog({ component: "host-registry" });
   readonly #pending = new Map<string, PendingAck>();
+  /** Spawns waiting for a host to (re)connect. */
+  readonly #hostWaiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -71,7 +73,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     sessionId: string;
     spec: SessionSpec;
   }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
-    const host = this.#pickHost();
+    const host = await this.#waitForHost(config(this.env).hostWaitMs);
     if (!host) {
       return fail("no_host", "no host-agent is connected to this Worker; start one (see README: host-agent)");
     }
@@ -148,6 +150,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
           ready: true,
         } satisfies HostAttachment);
         this.#send(ws, { type: "host_welcome", v: TUNNEL_PROTOCOL_VERSION, host_id: a.hostId });
+        for (const wake of [...this.#hostWaiters]) wake();
         this.#log.info("host ready", {
           host: a.hostId,
           runtime: frame.runtime,
@@ -168,6 +171,24 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       case "error":
         this.#log.warn("host reported an error", { code: frame.error.code, message: frame.error.message });
         return;
+    }
+  }
+
+  /** A host with room, waiting up to `timeoutMs` for one to connect (tunnels reconnect after blips). */
+  async #waitForHost(timeoutMs: number): Promise<{ ws: WebSocket; attachment: HostAttachment } | null> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const host = this.#pickHost();
+      if (host || Date.now() >= deadline) return host;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#hostWaiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, deadline - Date.now());
+        this.#hostWaiters.add(wake);
+      });
     }
   }
 

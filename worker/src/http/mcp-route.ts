@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { McpErrorCode, rpcErrorResponse } from "../mcp/json-rpc.js";
 import { type AppBindings, requireCaller } from "./auth-middleware.js";
 import { checkOrigin } from "./origin.js";
@@ -9,7 +10,19 @@ const SESSION_ID = /^[0-9a-f-]{36}$/;
 /** `/mcp`: MCP Streamable HTTP. Each MCP session is a McpSessionDurableObject named by its id. */
 export const mcpRoute = new Hono<AppBindings>();
 
-mcpRoute.use("*", checkOrigin, requireCaller);
+/** Largest JSON-RPC body accepted on /mcp. */
+export const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
+
+mcpRoute.use(
+  "*",
+  checkOrigin,
+  requireCaller,
+  bodyLimit({
+    maxSize: MAX_MCP_BODY_BYTES,
+    onError: () =>
+      rpcErrorResponse(413, McpErrorCode.invalidRequest, `request body exceeds ${MAX_MCP_BODY_BYTES} bytes`),
+  }),
+);
 
 mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
   const presented = c.req.header("mcp-session-id");

@@ -1,0 +1,163 @@
+/**
+ * A caller for tests: the official MCP SDK client over Streamable HTTP, collecting the events it
+ * receives as notifications/message and optionally answering caller tool requests.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { SessionEvent } from "../../protocol/events.js";
+
+export type CallerToolRequest = Extract<SessionEvent, { type: "caller_tool_request" }>;
+/** What a test's handler does with a caller tool request: answer it, or leave it pending. */
+export type Answer = { result: unknown } | { error: string } | "ignore";
+
+export interface Waiter {
+  predicate(event: SessionEvent): boolean;
+  resolve(event: SessionEvent): void;
+}
+
+export class TestCaller {
+  readonly events: SessionEvent[] = [];
+  readonly loggers: string[] = [];
+  #waiters = new Set<Waiter>();
+  #onRequest: ((request: CallerToolRequest) => Answer | Promise<Answer>) | null = null;
+
+  private constructor(
+    readonly client: Client,
+    readonly transport: StreamableHTTPClientTransport,
+  ) {}
+
+  /** Connects (initialize + GET stream) with `token`. */
+  static async connect(
+    mcpUrl: URL,
+    token: string,
+    name = "test-caller",
+    options: { reconnectAttempts?: number } = {},
+  ): Promise<TestCaller> {
+    const transport = new StreamableHTTPClientTransport(mcpUrl, {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      reconnectionOptions: {
+        initialReconnectionDelay: 1000,
+        maxReconnectionDelay: 5000,
+        reconnectionDelayGrowFactor: 1.5,
+        maxRetries: options.reconnectAttempts ?? 2,
+      },
+    });
+    const client = new Client({ name, version: "1.0.0" });
+    const caller = new TestCaller(client, transport);
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      const event = n.params.data as SessionEvent;
+      caller.loggers.push(n.params.logger ?? "");
+      caller.#receive(event);
+    });
+    await client.connect(transport);
+    return caller;
+  }
+
+  /** Answers every caller tool request with `handler`'s answer. */
+  answerWith(handler: (request: CallerToolRequest) => Answer | Promise<Answer>): void {
+    this.#onRequest = handler;
+  }
+
+  async call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    return (await this.client.callTool({ name, arguments: args })) as CallToolResult;
+  }
+
+  /** Calls a tool and returns its structured result; fails the test on an isError result. */
+  async ok<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T> {
+    const result = await this.call(name, args);
+    if (result.isError) throw new Error(`${name} failed: ${JSON.stringify(result.content)}`);
+    return result.structuredContent as T;
+  }
+
+  async respond(
+    sessionId: string,
+    requestId: string,
+    answer: { result?: unknown; error?: string },
+  ): Promise<CallToolResult> {
+    return this.call("caller_tool_response", { session_id: sessionId, request_id: requestId, ...answer });
+  }
+
+  /** Resolves with the first event (seen or future) matching `predicate`. */
+  waitFor(
+    predicate: (event: SessionEvent) => boolean,
+    timeoutMs = 30_000,
+    what = "event",
+  ): Promise<SessionEvent> {
+    const seen = this.events.find(predicate);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        predicate,
+        resolve: (event) => {
+          clearTimeout(timer);
+          resolve(event);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+      }, timeoutMs);
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** Droid output lines (the scripted droid's JSON results) of a session, in order. */
+  droidOutputs(sessionId: string): Record<string, unknown>[] {
+    return this.events
+      .filter((e) => e.session_id === sessionId && e.type === "droid_output")
+      .map((e) => (e.type === "droid_output" ? (e.data as Record<string, unknown>) : {}))
+      .filter((d) => d !== undefined && d !== null);
+  }
+
+  /** Resolves with a droid output line of `sessionId` matching `predicate`. */
+  async waitForOutput(
+    sessionId: string,
+    predicate: (data: Record<string, unknown>) => boolean,
+    timeoutMs = 30_000,
+  ): Promise<Record<string, unknown>> {
+    const event = await this.waitFor(
+      (e) =>
+        e.session_id === sessionId &&
+        e.type === "droid_output" &&
+        typeof e.data === "object" &&
+        e.data !== null &&
+        predicate(e.data as Record<string, unknown>),
+      timeoutMs,
+      `droid output in ${sessionId}`,
+    );
+    return (event.type === "droid_output" ? event.data : {}) as Record<string, unknown>;
+  }
+
+  /** Sends a script to the droid and waits for its `done` line; returns the script's outputs. */
+  async runScript(sessionId: string, script: { id: string; steps: unknown[] }, timeoutMs = 60_000) {
+    await this.ok("session", { action: "message", session_id: sessionId, message: JSON.stringify(script) });
+    await this.waitForOutput(sessionId, (d) => d.op === "done" && d.id === script.id, timeoutMs);
+    return this.droidOutputs(sessionId);
+  }
+
+  /** Ends the MCP session (DELETE) and closes the client. */
+  async close(): Promise<void> {
+    await this.transport.terminateSession().catch(() => {});
+    await this.client.close();
+  }
+
+  #receive(event: SessionEvent): void {
+    this.events.push(event);
+    for (const w of this.#waiters) {
+      if (w.predicate(event)) {
+        this.#waiters.delete(w);
+        w.resolve(event);
+      }
+    }
+    if (event.type === "caller_tool_request" && this.#onRequest) void this.#answer(event);
+  }
+
+  async #answer(request: CallerToolRequest): Promise<void> {
+    const handler = this.#onRequest;
+    if (!handler) return;
+    const answer = await handler(request);
+    if (answer === "ignore") return;
+    await this.respond(request.session_id, request.request_id, answer);
+  }
+}

@@ -1,0 +1,148 @@
+import { SELF } from "cloudflare:test";
+
+/** The origin every test request goes to (the Worker ignores the host name). */
+export const BASE = "https://worker.test";
+
+type Waiter<T> = {
+  match(frame: T): boolean;
+  resolve(frame: T): void;
+  reject(err: Error): void;
+};
+
+const open = new Set<{ close(): Promise<unknown> }>();
+
+/**
+ * A client WebSocket to the Worker whose text frames are JSON objects checked against a wire
+ * schema: a frame the schema refuses fails the test (it is a protocol bug, not noise).
+ * `next(type)` waits for the first unread frame of that type; every frame stays in `all`.
+ */
+export class FrameSocket<T extends { type: string }> {
+  readonly all: T[] = [];
+  readonly #inbox: T[] = [];
+  readonly #waiters = new Set<Waiter<T>>();
+  readonly #listeners: ((frame: T) => void)[] = [];
+  readonly #ws: WebSocket;
+  #failure: Error | null = null;
+  /** Resolves with the close code when the server closes the socket. */
+  readonly closed: Promise<number>;
+
+  private constructor(ws: WebSocket, parse: (raw: unknown) => T) {
+    this.#ws = ws;
+    this.closed = new Promise((resolve) => ws.addEventListener("close", (e) => resolve(e.code)));
+    ws.addEventListener("message", (e) => {
+      if (typeof e.data !== "string") return this.#fail(new Error("server sent a binary frame"));
+      if (e.data === "pong") return;
+      let frame: T;
+      try {
+        frame = parse(JSON.parse(e.data));
+      } catch (err) {
+        return this.#fail(new Error(`server sent a frame outside the protocol: ${e.data}\n${String(err)}`));
+      }
+      this.all.push(frame);
+      for (const listener of this.#listeners) listener(frame);
+      for (const waiter of this.#waiters) {
+        if (waiter.match(frame)) {
+          this.#waiters.delete(waiter);
+          waiter.resolve(frame);
+          return;
+        }
+      }
+      this.#inbox.push(frame);
+    });
+    open.add(this);
+  }
+
+  /** Upgrades `path` with a Bearer token; throws with the HTTP answer when the Worker refuses. */
+  static async connect<T extends { type: string }>(
+    path: string,
+    token: string,
+    parse: (raw: unknown) => T,
+  ): Promise<FrameSocket<T>> {
+    const res = await upgrade(path, token);
+    if (!res.webSocket) throw new Error(`no WebSocket upgrade: ${res.status} ${await res.text()}`);
+    res.webSocket.accept();
+    return new FrameSocket(res.webSocket, parse);
+  }
+
+  /** Runs for every frame as it arrives (before `next` sees it). */
+  onFrame(listener: (frame: T) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Sends an object as JSON, or a raw string / binary frame as is. */
+  send(frame: object | string | ArrayBuffer): void {
+    this.#ws.send(typeof frame === "string" || frame instanceof ArrayBuffer ? frame : JSON.stringify(frame));
+  }
+
+  /** The first unread frame of `type` (that passes `where`), waiting up to `timeoutMs`. */
+  next<K extends T["type"]>(
+    type: K,
+    where: (frame: Extract<T, { type: K }>) => boolean = () => true,
+    timeoutMs = 2000,
+  ): Promise<Extract<T, { type: K }>> {
+    const match = (f: T): f is Extract<T, { type: K }> =>
+      f.type === type && where(f as Extract<T, { type: K }>);
+    if (this.#failure) return Promise.reject(this.#failure);
+    const index = this.#inbox.findIndex(match);
+    const found = this.#inbox[index];
+    if (found !== undefined && match(found)) {
+      this.#inbox.splice(index, 1);
+      return Promise.resolve(found);
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter<T> = {
+        match,
+        resolve: (f) => {
+          clearTimeout(timer);
+          if (match(f)) resolve(f);
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        reject(new Error(`no ${type} frame within ${timeoutMs} ms; got ${JSON.stringify(this.all)}`));
+      }, timeoutMs);
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** Every frame of `type` received so far, read or not. */
+  received<K extends T["type"]>(type: K): Extract<T, { type: K }>[] {
+    return this.all.filter((f): f is Extract<T, { type: K }> => f.type === type);
+  }
+
+  /** Closes the socket; resolves once the server has answered the close. */
+  close(code = 1000): Promise<number> {
+    open.delete(this);
+    try {
+      this.#ws.close(code, "test done");
+    } catch {
+      // already closed
+    }
+    return this.closed;
+  }
+
+  #fail(err: Error): void {
+    this.#failure = err;
+    for (const waiter of this.#waiters) waiter.reject(err);
+    this.#waiters.clear();
+  }
+}
+
+/** A WebSocket upgrade request through the Worker's own fetch handler. */
+export function upgrade(path: string, token: string | null): Promise<Response> {
+  const headers: Record<string, string> = { upgrade: "websocket" };
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  return SELF.fetch(`${BASE}${path}`, { headers });
+}
+
+/**
+ * Closes every socket a test opened and waits for the close handshakes (use in afterEach), so
+ * a host of one test is never picked for the next test's session.
+ */
+export async function closeAllSockets(): Promise<void> {
+  await Promise.all([...open].map((socket) => socket.close()));
+}

@@ -1,0 +1,110 @@
+import { env } from "cloudflare:workers";
+import { z } from "zod";
+import type { CallerTool } from "../../../protocol/caller-tools.js";
+import { SessionEventSchema } from "../../../protocol/events.js";
+import type { CallerPrincipal } from "../../../worker/src/auth/tokens.js";
+import type { CallerDeclaration, Via } from "../../../worker/src/session/types.js";
+import { FakeHost, SessionTunnel } from "./fake-host.js";
+import { FrameSocket } from "./frame-socket.js";
+import { ADMIN, ADMIN_TOKEN } from "./tokens.js";
+
+/** A fresh, well-formed session id. */
+export function newSessionId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return `ses_${[...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+export function sessionStub(sessionId: string) {
+  return env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
+}
+
+export const SEND_RESPONSE: CallerTool = { name: "send_response", inputSchema: { type: "object" } };
+export const ANT: CallerDeclaration = { callerId: "ant", tools: [SEND_RESPONSE] };
+
+export interface SpawnOptions {
+  owner?: CallerPrincipal;
+  caller?: CallerDeclaration | null;
+  callerTimeoutMs?: number;
+  prompt?: string | null;
+  via?: Via | null;
+}
+
+/** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
+export async function spawn(options: SpawnOptions = {}) {
+  const sessionId = newSessionId();
+  const stub = sessionStub(sessionId);
+  const created = await stub.create({
+    sessionId,
+    projectId: "default",
+    owner: options.owner ?? ADMIN,
+    caller: options.caller === undefined ? ANT : options.caller,
+    callerTimeoutMs: options.callerTimeoutMs ?? 60_000,
+    prompt: options.prompt ?? null,
+    image: null,
+    via: options.via ?? null,
+  });
+  if (!created.ok) throw new Error(`spawn failed: ${created.error.code} ${created.error.message}`);
+  return { sessionId, stub, info: created.value };
+}
+
+/** What a subscriber WebSocket carries: session events and answers to its own frames. */
+const SubscriberMessageSchema = z.union([
+  SessionEventSchema,
+  z.object({
+    type: z.literal("caller_tool_response_result"),
+    request_id: z.string(),
+    ok: z.boolean(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+  }),
+  z.object({ type: z.literal("error"), error: z.object({ code: z.string(), message: z.string() }) }),
+]);
+export type SubscriberMessage = z.infer<typeof SubscriberMessageSchema>;
+
+/** A plain WebSocket subscriber (`/v1/sessions/:id/ws`). */
+export function subscribe(sessionId: string, token = ADMIN_TOKEN, query = "") {
+  return FrameSocket.connect(`/v1/sessions/${sessionId}/ws${query}`, token, (raw) =>
+    SubscriberMessageSchema.parse(raw),
+  );
+}
+
+let hosts = 0;
+
+/**
+ * A session placed on a fresh fake host-agent, which holds the session's tunnel after the real
+ * hello. Nobody is subscribed: the caller does not count as present.
+ */
+export async function hostedSession(options: SpawnOptions = {}) {
+  hosts += 1;
+  const host = await FakeHost.connect(`host-${hosts}`);
+  const spawned = await spawn(options);
+  if (spawned.info.host_id !== host.hostId) throw new Error(`placed on ${spawned.info.host_id}`);
+  const tunnel = await SessionTunnel.open(spawned.sessionId);
+  const hello = await tunnel.hello(host.hostId);
+  return { ...spawned, host, tunnel, hello };
+}
+
+/** A hosted session whose owner is subscribed over WebSocket, so the caller is present. */
+export async function liveSession(options: SpawnOptions = {}) {
+  const session = await hostedSession(options);
+  return { ...session, owner: await subscribe(session.sessionId) };
+}
+
+/** The owner's answer to a caller tool request, through the session's RPC. */
+export function respond(
+  sessionId: string,
+  requestId: string,
+  answer: { result?: string | number | boolean | null | Record<string, string>; error?: string },
+  principal: CallerPrincipal = ADMIN,
+) {
+  return sessionStub(sessionId).respond({ principal, requestId, ...answer, via: null });
+}
+
+/** The session's event log through `readEvents` (as the owner). */
+export async function events(sessionId: string, since = 0) {
+  const read = await sessionStub(sessionId).readEvents(ADMIN, since, 1000, null);
+  if (!read.ok) throw new Error(`readEvents failed: ${read.error.message}`);
+  return {
+    ...read.value,
+    events: read.value.events.map((e) => SessionEventSchema.parse(e)),
+  };
+}

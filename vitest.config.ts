@@ -1,0 +1,69 @@
+/**
+ * Test projects, cheapest first:
+ * - unit: pure functions and in-process pairs;
+ * - workers: Durable Objects and routes inside workerd (@cloudflare/vitest-pool-workers);
+ * - integration: real processes and sockets, no Docker (container-client, scripted droid);
+ * - docker: a real Docker Engine (started, or on a bare CI machine installed, by the global
+ *   setup; if it cannot start the run fails) and the end-to-end tests across wrangler dev,
+ *   host-agents, containers and the MCP SDK client.
+ */
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+/** Fixed test tokens for the in-workerd tests (never used outside them). */
+export const WORKERS_TEST_VARS = {
+  OUBLIETTE_ADMIN_TOKEN: "oub_0000000000000000000000000000000000000000000000000000000000000001",
+  OUBLIETTE_HOST_TOKEN: "oub_0000000000000000000000000000000000000000000000000000000000000002",
+  // sha256 of oub_...03, scope admin; sha256 of oub_...04, scope admin:ro
+  OUBLIETTE_STATIC_TOKENS: JSON.stringify([
+    {
+      id: "other",
+      sha256: "70c46c859a502d78fa9bc1fd7694d2ecf6d96312579e5bff006a85f61370b4ec",
+      scopes: ["admin"],
+    },
+    {
+      id: "reader",
+      sha256: "d632e5f592637c75b891891d5bd48e3d325cd8fadb8d30d3e9e5b30e9a6350b5",
+      scopes: ["admin:ro"],
+    },
+  ]),
+  OUBLIETTE_CALLER_GRACE_MS: "500",
+  OUBLIETTE_KEEPALIVE_MS: "1000",
+  OUBLIETTE_ALLOWED_ORIGINS: "http://allowed.example",
+};
+
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: WORKERS_TEST_VARS },
+          }),
+        ],
+        test: { name: "workers", include: ["test/workers/**/*.test.ts"] },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "docker",
+          include: ["test/docker/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          globalSetup: ["test/support/docker-setup.ts"],
+          testTimeout: 120_000,
+          // The first run on a bare machine installs docker.io and builds images.
+          hookTimeout: 900_000,
+          maxWorkers: 2,
+        },
+      },
+    ],
+  },
+});
