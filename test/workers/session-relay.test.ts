@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { closeAllSockets } from "./support/frame-socket.js";
+import { disconnectAll } from "./support/fake-host.js";
 import { events, hostedSession, liveSession, respond } from "./support/session.js";
 import { ADMIN, OTHER } from "./support/tokens.js";
 
-afterEach(closeAllSockets);
+afterEach(disconnectAll);
 
 describe("a droid's caller tool call", () => {
   it("becomes a caller_tool_request event while the owner is subscribed", async () => {

@@ -1,3 +1,5 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import {
   type HostToSession,
   type RegistryToHost,
@@ -6,7 +8,8 @@ import {
   SessionToHostSchema,
   TUNNEL_PROTOCOL_VERSION,
 } from "../../../protocol/tunnel.js";
-import { FrameSocket } from "./frame-socket.js";
+import { closeAllSockets, FrameSocket } from "./frame-socket.js";
+import { until } from "./poll.js";
 import { HOST_TOKEN } from "./tokens.js";
 
 /** How a fake host answers session_start / session_stop. */
@@ -62,8 +65,8 @@ export class FakeHost {
     return new FakeHost(hostId, socket);
   }
 
-  close(): Promise<number> {
-    return this.socket.close();
+  close(): void {
+    this.socket.close();
   }
 }
 
@@ -120,7 +123,24 @@ export class SessionTunnel {
     await this.socket.next("error", (f) => f.error.message.startsWith("invalid JSON"));
   }
 
-  close(): Promise<number> {
-    return this.socket.close();
+  close(): void {
+    this.socket.close();
   }
+}
+
+/** The one HostRegistryDurableObject. */
+export function registryStub() {
+  return env.HOSTS.get(env.HOSTS.idFromName("global"));
+}
+
+/**
+ * Closes every socket the test opened and waits until the registry has dropped every host
+ * connection (use in afterEach), so no test places a session on an earlier test's host.
+ */
+export async function disconnectAll(): Promise<void> {
+  closeAllSockets();
+  await until(
+    async () => (await runInDurableObject(registryStub(), (_, state) => state.getWebSockets().length)) === 0,
+    "the host registry has dropped every host connection",
+  );
 }

@@ -45,9 +45,10 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#store = new McpStore(ctx.storage.sql);
+    this.#store = new McpStore(ctx.storage);
     this.#meta = this.#store.getMeta<McpMeta>("session");
     this.#log = createLog({ component: "mcp", mcp_session: this.#meta?.sessionId });
+    void ctx.blockConcurrencyWhile(() => this.#store.load());
   }
 
   override async fetch(request: Request): Promise<Response> {
@@ -59,7 +60,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       case "POST":
         return this.#post(request, principal, sessionId);
       case "GET":
-        return this.#get(request, principal);
+        return await this.#get(request, principal);
       case "DELETE":
         return this.#delete(principal);
       default:
@@ -225,7 +226,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ GET (event stream)
 
-  #get(request: Request, principal: CallerPrincipal): Response {
+  async #get(request: Request, principal: CallerPrincipal): Promise<Response> {
     const accept = request.headers.get("accept") ?? "";
     if (!accept.includes("text/event-stream") && !accept.includes("*/*")) {
       return rpcErrorResponse(406, McpErrorCode.invalidRequest, "Accept must include text/event-stream");
@@ -233,15 +234,19 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     const meta = this.#authorized(principal);
     if (meta instanceof Response) return meta;
     this.#touch(meta);
-    const previous = this.#stream;
-    const stream: SseStream = new SseStream(() => this.#streamDied(stream));
-    this.#stream = stream;
-    previous?.close();
-    stream.retry(1000);
     const lastEventId = Number.parseInt(request.headers.get("last-event-id") ?? "", 10);
-    const missed = Number.isInteger(lastEventId) ? this.#store.after(lastEventId) : [];
-    for (const m of missed) stream.event(m.message, m.seq);
-    if (missed.length === 0) stream.prime(this.#store.lastSeq);
+    // Nothing may be delivered between reading the missed messages and installing the stream.
+    const stream = await this.ctx.blockConcurrencyWhile(async () => {
+      const missed = Number.isInteger(lastEventId) ? await this.#store.after(lastEventId) : [];
+      const previous = this.#stream;
+      const next: SseStream = new SseStream(() => this.#streamDied(next));
+      this.#stream = next;
+      previous?.close();
+      next.retry(1000);
+      for (const m of missed) next.event(m.message, m.seq);
+      if (missed.length === 0) next.prime(this.#store.lastSeq);
+      return next;
+    });
     stream.keepAlive(config(this.env).keepAliveMs);
     this.#tellSessions("live");
     return new Response(stream.readable, { headers: { ...SSE_HEADERS, "mcp-session-id": meta.sessionId } });
@@ -270,7 +275,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     if (!meta) return;
     const sessions = this.#store.subscriptions();
     this.#meta = null;
-    this.#store.clear();
+    await this.#store.clear();
     await this.ctx.storage.deleteAlarm();
     this.#stream?.close();
     this.#stream = null;

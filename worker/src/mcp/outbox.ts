@@ -1,67 +1,91 @@
 /**
- * Messages sent on an MCP session's GET stream, kept so a client that reconnects with
- * Last-Event-ID gets what it missed. Bounded: the newest MAX_KEPT messages are kept.
+ * What an MCP session keeps in storage: its record, the droid sessions it follows (SQLite), and
+ * the outbox of messages sent on its GET stream, kept so a client that reconnects with
+ * Last-Event-ID gets what it missed (bounded to the newest MAX_KEPT).
+ *
+ * The outbox is written with `allowUnconfirmed`: it exists for resumption, so a stream message
+ * need not wait for its copy to be committed (waiting would add a storage commit to every
+ * relayed call). Everything else waits as usual.
  */
 const SCHEMA = `
-CREATE TABLE IF NOT EXISTS outbox (seq INTEGER PRIMARY KEY, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS subscriptions (session_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 `;
 const MAX_KEPT = 2000;
+const PREFIX = "outbox:";
+const key = (seq: number) => `${PREFIX}${String(seq).padStart(12, "0")}`;
+const UNCONFIRMED = { allowUnconfirmed: true } as const;
 
 export class McpStore {
-  readonly #sql: SqlStorage;
-  #lastSeq: number;
+  readonly #storage: DurableObjectStorage;
+  #lastSeq = 0;
+  /** Cached: `remember` runs on every tool call and must not write when nothing changed. */
+  readonly #subscriptions: Set<string>;
 
-  constructor(sql: SqlStorage) {
-    this.#sql = sql;
-    sql.exec(SCHEMA);
-    this.#lastSeq = Number(sql.exec("SELECT COALESCE(MAX(seq), 0) AS s FROM outbox").one().s);
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+    storage.sql.exec(SCHEMA);
+    this.#subscriptions = new Set(
+      storage.sql
+        .exec("SELECT session_id FROM subscriptions")
+        .toArray()
+        .map((r) => String(r.session_id)),
+    );
+  }
+
+  /** Reads the outbox position; call once inside blockConcurrencyWhile. */
+  async load(): Promise<void> {
+    const last = await this.#storage.list<string>({ prefix: PREFIX, reverse: true, limit: 1 });
+    const [lastKey] = last.keys();
+    this.#lastSeq = lastKey ? Number(lastKey.slice(PREFIX.length)) : 0;
   }
 
   get lastSeq(): number {
     return this.#lastSeq;
   }
 
-  /** Stores a message; returns its event id. */
+  /** Stores a stream message; returns its event id. */
   append(message: string): number {
     this.#lastSeq += 1;
-    this.#sql.exec("INSERT INTO outbox (seq, message) VALUES (?, ?)", this.#lastSeq, message);
-    if (this.#lastSeq % 100 === 0)
-      this.#sql.exec("DELETE FROM outbox WHERE seq <= ?", this.#lastSeq - MAX_KEPT);
-    return this.#lastSeq;
+    const seq = this.#lastSeq;
+    void this.#storage.put(key(seq), message, UNCONFIRMED);
+    if (seq % 100 === 0 && seq > MAX_KEPT) {
+      const stale = Array.from({ length: 100 }, (_, i) => key(seq - MAX_KEPT - i));
+      void this.#storage.delete(stale, UNCONFIRMED);
+    }
+    return seq;
   }
 
-  after(seq: number): { seq: number; message: string }[] {
-    return this.#sql
-      .exec("SELECT seq, message FROM outbox WHERE seq > ? ORDER BY seq", seq)
-      .toArray()
-      .map((r) => ({ seq: Number(r.seq), message: String(r.message) }));
+  /** Stream messages after event id `seq`, oldest first. */
+  async after(seq: number): Promise<{ seq: number; message: string }[]> {
+    const rows = await this.#storage.list<string>({ prefix: PREFIX, start: key(seq + 1), limit: MAX_KEPT });
+    return [...rows].map(([k, message]) => ({ seq: Number(k.slice(PREFIX.length)), message }));
   }
 
-  getMeta<T>(key: string): T | null {
-    const row = this.#sql.exec("SELECT v FROM meta WHERE k = ?", key).toArray()[0];
+  getMeta<T>(name: string): T | null {
+    const row = this.#storage.sql.exec("SELECT v FROM meta WHERE k = ?", name).toArray()[0];
     return row ? (JSON.parse(String(row.v)) as T) : null;
   }
 
-  setMeta(key: string, value: unknown): void {
-    this.#sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, JSON.stringify(value));
+  setMeta(name: string, value: unknown): void {
+    this.#storage.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", name, JSON.stringify(value));
   }
 
   subscriptions(): string[] {
-    return this.#sql
-      .exec("SELECT session_id FROM subscriptions")
-      .toArray()
-      .map((r) => String(r.session_id));
-  }
-
-  /** Forgets everything (the session was terminated). */
-  clear(): void {
-    this.#sql.exec("DELETE FROM outbox; DELETE FROM subscriptions; DELETE FROM meta;");
-    this.#lastSeq = 0;
+    return [...this.#subscriptions];
   }
 
   addSubscription(sessionId: string): void {
-    this.#sql.exec("INSERT OR IGNORE INTO subscriptions (session_id) VALUES (?)", sessionId);
+    if (this.#subscriptions.has(sessionId)) return;
+    this.#subscriptions.add(sessionId);
+    this.#storage.sql.exec("INSERT OR IGNORE INTO subscriptions (session_id) VALUES (?)", sessionId);
+  }
+
+  /** Forgets everything (the session was terminated). */
+  async clear(): Promise<void> {
+    await this.#storage.deleteAll();
+    this.#storage.sql.exec(SCHEMA);
+    this.#subscriptions.clear();
+    this.#lastSeq = 0;
   }
 }

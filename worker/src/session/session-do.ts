@@ -40,12 +40,14 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly subscribers: SubscriberSockets;
   readonly #fanout: McpFanout;
   #record: SessionRecord | null;
+  #nextIndex: number;
   #alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.store = new SessionStore(ctx.storage.sql);
     this.#record = this.store.loadRecord();
+    this.#nextIndex = this.store.nextEventIndex();
     this.log = createLog({ component: "session", session: this.#record?.sessionId });
     this.presence = new Presence(this);
     this.host = new HostChannel(this);
@@ -98,7 +100,6 @@ export class SessionDurableObject extends DurableObject<Env> {
       image: input.image,
       createdAt: now,
       endedAt: null,
-      nextIndex: 0,
       lastMessageSeq: 0,
       storedHostEventSeq: 0,
       plainDroppedAt: null,
@@ -178,7 +179,7 @@ export class SessionDurableObject extends DurableObject<Env> {
         .eventsSince(sinceIndex, limit)
         .map((body) => JSON.parse(body) as SessionEvent);
       const last = events.at(-1);
-      const next = last ? last.index + 1 : Math.min(sinceIndex, record.nextIndex);
+      const next = last ? last.index + 1 : Math.min(sinceIndex, this.#nextIndex);
       return { events: events as Record<string, unknown>[], next_index: next, status: record.status };
     });
   }
@@ -268,21 +269,25 @@ export class SessionDurableObject extends DurableObject<Env> {
     return this.#requests;
   }
 
-  /** Appends an event to the log and fans it out to every subscriber. */
+  /**
+   * Appends an event to the log and fans it out to every subscriber. The fan-out is sent before
+   * the append is written so it does not wait for the storage commit (an output gate holds only
+   * messages sent after a write); a crash in between loses at most a log entry whose notification
+   * went out, and a caller answering it gets `unknown_request` while the host re-sends the call.
+   */
   emit(body: NewEvent): SessionEvent {
     const record = this.record;
     const event = {
       ...body,
       session_id: record.sessionId,
-      index: record.nextIndex,
+      index: this.#nextIndex,
       ts: new Date().toISOString(),
     } as SessionEvent;
-    record.nextIndex += 1;
-    this.store.appendEvent(event);
-    this.save();
+    this.#nextIndex += 1;
     const json = JSON.stringify(event);
     this.subscribers.broadcast(json, event.index);
     for (const sub of this.store.subscribers()) this.#fanout.send(sub.mcpSessionId, event);
+    this.store.appendEvent(event);
     return event;
   }
 
@@ -327,7 +332,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       caller_tools: r.callerTools.map((t) => t.name),
       caller_timeout_ms: r.callerTimeoutMs,
       pending_caller_requests: this.store.countWaiting(),
-      next_index: r.nextIndex,
+      next_index: this.#nextIndex,
       created_at: r.createdAt,
       ended_at: r.endedAt,
     };

@@ -16,8 +16,6 @@ export interface SessionRecord {
   image: string | null;
   createdAt: string;
   endedAt: string | null;
-  /** Index the next event gets. */
-  nextIndex: number;
   /** Seq of the last message queued for the droid. */
   lastMessageSeq: number;
   /** Highest batch seq of host events stored (host events are idempotent by seq). */

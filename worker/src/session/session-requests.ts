@@ -57,7 +57,6 @@ export class SessionRequests {
     }
     const requestId = crypto.randomUUID();
     const deadline = now + record.callerTimeoutMs;
-    s.store.insertCall({ requestId, callId: frame.call_id, tool: frame.tool, deadline });
     s.emit({
       type: "caller_tool_request",
       request_id: requestId,
@@ -66,6 +65,7 @@ export class SessionRequests {
       arguments: frame.arguments,
       deadline: new Date(deadline).toISOString(),
     });
+    s.store.insertCall({ requestId, callId: frame.call_id, tool: frame.tool, deadline });
     s.scheduleAlarm();
   }
 
@@ -125,10 +125,16 @@ export class SessionRequests {
     }
   }
 
+  /**
+   * Finishes a waiting call. The result goes to the host before the row is updated so it does not
+   * wait for the storage commit; the host ignores results for calls it no longer has, so a crash
+   * in between can at worst produce an ignored second outcome, never a second result to the droid.
+   */
   #complete(call: CallRow, outcome: CallerToolOutcome): void {
     const s = this.#s;
-    if (!s.store.completeCall(call.requestId, outcome, Date.now())) return;
+    if (call.state !== "waiting") return;
     s.sendResult(call, outcome);
+    s.store.completeCall(call.requestId, outcome, Date.now());
     s.scheduleAlarm();
   }
 

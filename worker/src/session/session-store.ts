@@ -65,6 +65,11 @@ export class SessionStore {
     this.#sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(record));
   }
 
+  /** Index the next event gets (one past the newest stored). */
+  nextEventIndex(): number {
+    return Number(this.#sql.exec("SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM events").one().n);
+  }
+
   appendEvent(event: SessionEvent): void {
     this.#sql.exec("INSERT INTO events (idx, body) VALUES (?, ?)", event.index, JSON.stringify(event));
   }

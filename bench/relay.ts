@@ -1,0 +1,135 @@
+/**
+ * `npm run bench`: the caller tool relay on the local stack (wrangler dev + a host-agent, in
+ * Docker when an engine is reachable, else the process runtime), all on loopback.
+ *
+ * 1. Latency: a relayed call (droid → container-client → socket → host-agent → tunnel →
+ *    SessionDO → caller's MCP stream → caller answers with caller_tool_response → back), timed by
+ *    the droid, against a plain `tools/call` round trip (`session get`) timed by the caller.
+ * 2. Throughput: 1,000 relayed calls at concurrency 32; every result must reach the call that
+ *    asked (lost or duplicated must be 0).
+ * 3. The host-agent's peak memory (VmHWM).
+ * Every loop is bounded in count, and the whole run in time.
+ */
+import { readFile } from "node:fs/promises";
+import { type Summary, summarize } from "../lib/stats.js";
+import { buildAll } from "../scripts/build.js";
+import { ensureDockerEngine } from "../scripts/docker/engine.js";
+import { ensureDroidImage } from "../scripts/docker/images.js";
+import { LocalStack } from "../scripts/stack/local-stack.js";
+import { runSteps, spawnDroid } from "../test/e2e/support.js";
+import { TestCaller } from "../test/support/caller.js";
+
+const LATENCY_SAMPLES = 500;
+const WARMUP = 50;
+const THROUGHPUT_CALLS = 1_000;
+const CONCURRENCY = 32;
+const RUN_LIMIT_MS = 10 * 60_000;
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+async function plainToolCallLatency(caller: TestCaller, sessionId: string): Promise<Summary> {
+  const samples: number[] = [];
+  for (let i = 0; i < WARMUP + LATENCY_SAMPLES; i++) {
+    const started = performance.now();
+    await caller.ok("session", { action: "get", session_id: sessionId });
+    if (i >= WARMUP) samples.push(performance.now() - started);
+  }
+  return summarize(samples);
+}
+
+async function droidBench(
+  caller: TestCaller,
+  sessionId: string,
+  count: number,
+  concurrency: number,
+  warmup: number,
+) {
+  const [line] = await runSteps(
+    caller,
+    sessionId,
+    [{ op: "bench", name: "bench_echo", count, concurrency, warmup, arguments: { payload: "x" } }],
+    RUN_LIMIT_MS,
+  );
+  if (!line || line.op !== "bench")
+    throw new Error(`the droid printed no bench result: ${JSON.stringify(line)}`);
+  return line as {
+    errors: number;
+    mismatches: number;
+    calls_per_s: number;
+    total_ms: number;
+    latency_ms: { p50: number; p90: number; p99: number; mean: number };
+  };
+}
+
+async function peakMemoryMiB(pid: number | undefined): Promise<number | null> {
+  if (pid === undefined) return null;
+  const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+  return kb ? Number(kb) / 1024 : null;
+}
+
+async function main(): Promise<void> {
+  const bundles = await buildAll();
+  const engine = await ensureDockerEngine({ install: false }).catch((err: Error) => {
+    say(`Docker Engine unavailable (${err.message.split("\n")[0]}); using the process runtime`);
+    return null;
+  });
+  const image = engine ? await ensureDroidImage(engine.docker, bundles, () => {}) : undefined;
+  const stack = await LocalStack.start();
+  let caller: TestCaller | undefined;
+  try {
+    const host = await stack.addHost({ runtime: engine ? "docker" : "process", image });
+    caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "bench-caller");
+    const seen = new Map<number, number>();
+    caller.answerWith((request) => {
+      const n = Number(request.arguments.n);
+      seen.set(n, (seen.get(n) ?? 0) + 1);
+      return { result: request.arguments };
+    });
+    const sessionId = await spawnDroid(caller, { callerId: "bench", tools: [{ name: "echo" }] });
+    // Session events the caller does not need would only add noise to its stream.
+    say(`runtime: ${engine ? "docker" : "process"}; session ${sessionId}`);
+
+    const plain = await plainToolCallLatency(caller, sessionId);
+    const relay = await droidBench(caller, sessionId, LATENCY_SAMPLES, 1, WARMUP);
+    seen.clear();
+    const load = await droidBench(caller, sessionId, THROUGHPUT_CALLS, CONCURRENCY, 0);
+    const duplicated = [...seen.values()].filter((c) => c > 1).length;
+    const lost = THROUGHPUT_CALLS - seen.size + load.errors;
+    const memory = await peakMemoryMiB(host.process.pid);
+
+    const ratio = relay.latency_ms.p50 / plain.p50;
+    say("");
+    say(`round trip (ms)          p50      p99     mean   (n=${LATENCY_SAMPLES}, sequential)`);
+    say(`plain tools/call     ${fmt(plain.p50)}  ${fmt(plain.p99)}  ${fmt(plain.mean)}`);
+    say(
+      `relayed caller tool  ${fmt(relay.latency_ms.p50)}  ${fmt(relay.latency_ms.p99)}  ${fmt(relay.latency_ms.mean)}`,
+    );
+    say(`relay p50 / plain p50: ${ratio.toFixed(2)}x   (target <= 1.5x)`);
+    say(`relay p99: ${relay.latency_ms.p99.toFixed(2)} ms   (target < 50 ms)`);
+    say("");
+    say(
+      `${THROUGHPUT_CALLS} relayed calls at concurrency ${CONCURRENCY}: ${load.calls_per_s.toFixed(0)} calls/s, p50 ${load.latency_ms.p50.toFixed(2)} ms, p99 ${load.latency_ms.p99.toFixed(2)} ms`,
+    );
+    say(
+      `lost: ${lost}, duplicated: ${duplicated}, mismatched results: ${load.mismatches}, errors: ${load.errors}`,
+    );
+    say(`host-agent peak memory (VmHWM): ${memory === null ? "n/a" : `${memory.toFixed(1)} MiB`}`);
+    if (lost !== 0 || duplicated !== 0 || load.mismatches !== 0) process.exitCode = 1;
+  } finally {
+    await caller?.close();
+    await stack.stop();
+    await engine?.stop();
+  }
+}
+
+function fmt(ms: number): string {
+  return ms.toFixed(2).padStart(7);
+}
+
+const limit = setTimeout(() => {
+  process.stderr.write(`bench: gave up after ${RUN_LIMIT_MS / 1000} s\n`);
+  process.exit(2);
+}, RUN_LIMIT_MS);
+limit.unref();
+await main();

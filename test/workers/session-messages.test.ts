@@ -1,0 +1,116 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { disconnectAll, FakeHost, SessionTunnel } from "./support/fake-host.js";
+import { callTool, initialize } from "./support/mcp.js";
+import { ANT, hostedSession, liveSession, sessionStub, spawn } from "./support/session.js";
+import { ADMIN, OTHER } from "./support/tokens.js";
+
+afterEach(disconnectAll);
+
+describe("messages for the droid", () => {
+  it("sends the spawn prompt after the hello", async () => {
+    await FakeHost.connect("h1");
+    const { sessionId } = await spawn({ prompt: "fix the build" });
+    const tunnel = await SessionTunnel.open(sessionId);
+    await tunnel.hello("h1");
+    expect(await tunnel.socket.next("droid_message")).toEqual({
+      type: "droid_message",
+      seq: 1,
+      text: "fix the build",
+    });
+  });
+
+  it("sends a message at once and re-sends unacknowledged ones after a reconnect", async () => {
+    const s = await hostedSession();
+    const sent = await s.stub.sendMessage({ principal: ADMIN, message: "one", caller: null, via: null });
+    expect(sent).toMatchObject({ ok: true, value: { message_seq: 1 } });
+    expect(await s.tunnel.socket.next("droid_message")).toMatchObject({ seq: 1, text: "one" });
+    await s.stub.sendMessage({ principal: ADMIN, message: "two", caller: null, via: null });
+    await s.tunnel.socket.next("droid_message", (f) => f.seq === 2);
+    s.tunnel.send({ type: "droid_message_ack", seq: 1 });
+    await s.tunnel.barrier();
+
+    const again = await SessionTunnel.open(s.sessionId);
+    again.send({ type: "session_hello", v: 1, host_id: s.host.hostId, delivered_message_seq: 0 });
+    await again.socket.next("caller_tools_config");
+    expect(await again.socket.next("droid_message")).toMatchObject({ seq: 2, text: "two" });
+    await again.barrier();
+    expect(again.socket.received("droid_message")).toHaveLength(1);
+  });
+
+  it("refuses messages from a token that does not own the session", async () => {
+    const s = await hostedSession();
+    const res = await s.stub.sendMessage({ principal: OTHER, message: "hi", caller: null, via: null });
+    expect(res).toMatchObject({ ok: false, error: { code: "not_owner" } });
+  });
+
+  it("refuses messages once the session has ended", async () => {
+    const s = await hostedSession();
+    expect((await s.stub.end(ADMIN, "done")).ok).toBe(true);
+    const res = await s.stub.sendMessage({ principal: ADMIN, message: "hi", caller: null, via: null });
+    expect(res).toMatchObject({ ok: false, error: { code: "session_ended" } });
+  });
+});
+
+describe("re-declaring caller tools", () => {
+  it("sends a new caller_tools_config to the host and routes calls by the new list", async () => {
+    const s = await liveSession();
+    const redeclared = await s.stub.sendMessage({
+      principal: ADMIN,
+      message: null,
+      caller: { callerId: "ant", tools: [{ name: "lookup", description: "Look something up" }] },
+      via: null,
+    });
+    expect(redeclared).toMatchObject({ ok: true, value: { session: { caller_tools: ["lookup"] } } });
+    const frame = await s.tunnel.socket.next(
+      "caller_tools_config",
+      (f) => f.config.tools[0]?.name === "lookup",
+    );
+    expect(frame.config).toEqual({
+      caller_id: "ant",
+      tools: [{ name: "lookup", description: "Look something up" }],
+      timeout_ms: 60_000,
+    });
+    expect(
+      await s.owner.next(
+        "caller_tools_declared",
+        (e) => e.tools.length === 1 && e.tools[0]?.name === "lookup",
+      ),
+    ).toMatchObject({ caller_id: "ant" });
+
+    s.tunnel.call("old", "send_response");
+    expect(await s.tunnel.result("old")).toMatchObject({ ok: false, error: { reason: "unknown_tool" } });
+    s.tunnel.call("new", "lookup", { q: "x" });
+    expect(await s.owner.next("caller_tool_request")).toMatchObject({
+      tool: "lookup",
+      arguments: { q: "x" },
+    });
+  });
+
+  it("accepts the declaration inside context through the session tool", async () => {
+    const s = await hostedSession({ caller: ANT });
+    const mcp = await initialize();
+    const result = await callTool(mcp, "session", {
+      action: "message",
+      session_id: s.sessionId,
+      context: { caller_id: "bee", caller_tools: [{ name: "buzz" }] },
+    });
+    expect(result.isError).toBeUndefined();
+    const frame = await s.tunnel.socket.next("caller_tools_config", (f) => f.config.caller_id === "bee");
+    expect(frame.config.tools).toEqual([{ name: "buzz" }]);
+  });
+
+  it("refuses conflicting top-level and context declarations", async () => {
+    const s = await hostedSession();
+    const mcp = await initialize();
+    const result = await callTool(mcp, "session", {
+      action: "message",
+      session_id: s.sessionId,
+      caller_id: "ant",
+      context: { caller_id: "bee" },
+    });
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toContain("caller_id");
+    const info = await sessionStub(s.sessionId).getInfo(ADMIN, null);
+    expect(info).toMatchObject({ value: { caller_id: "ant" } });
+  });
+});
