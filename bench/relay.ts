@@ -50,8 +50,7 @@ async function droidBench(
     [{ op: "bench", name: "bench_echo", count, concurrency, warmup, arguments: { payload: "x" } }],
     RUN_LIMIT_MS,
   );
-  if (!line || line.op !== "bench")
-    throw new Error(`the droid printed no bench result: ${JSON.stringify(line)}`);
+  if (line?.op !== "bench") throw new Error(`the droid printed no bench result: ${JSON.stringify(line)}`);
   return line as {
     errors: number;
     mismatches: number;

@@ -93,12 +93,4 @@ describe("tools/call errors", () => {
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ error: { code: "not_found" } });
   });
-
-  it("fails spawn with no_host when no host-agent is connected", async () => {
-    const session = await initialize();
-    const result = await callTool(session, "session", { action: "spawn", prompt: "hello" });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ error: { code: "no_host" } });
-    expect(result.content[0]?.text).toMatch(/host-agent/);
-  });
 });

@@ -1,5 +1,6 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { freezeClock } from "./support/clock.js";
 import { disconnectAll } from "./support/fake-host.js";
 import { events, liveSession, respond } from "./support/session.js";
 import { ADMIN } from "./support/tokens.js";
@@ -8,13 +9,6 @@ afterEach(async () => {
   vi.useRealTimers();
   await disconnectAll();
 });
-
-/** Freezes the clock the test and the Durable Objects share; returns "now". */
-function freezeClock(): number {
-  const now = Date.now();
-  vi.useFakeTimers({ toFake: ["Date"], now });
-  return now;
-}
 
 describe("the caller tool deadline", () => {
   it("is enforced by the alarm: timeout to the host, caller_tool_failed, later answers refused", async () => {

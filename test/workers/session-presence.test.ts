@@ -1,5 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { freezeClock } from "./support/clock.js";
 import { disconnectAll, FakeHost, SessionTunnel } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
 import { until } from "./support/poll.js";
@@ -10,12 +11,6 @@ afterEach(async () => {
   vi.useRealTimers();
   await disconnectAll();
 });
-
-function freezeClock(): number {
-  const now = Date.now();
-  vi.useFakeTimers({ toFake: ["Date"], now });
-  return now;
-}
 
 /** A session whose only sign of its caller is an attached MCP session (no stream opened). */
 async function mcpAttachedSession() {

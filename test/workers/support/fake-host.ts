@@ -17,8 +17,8 @@ export type HostAnswer = { ok: true } | { ok: false; message: string };
 
 export interface FakeHostOptions {
   maxSessions?: number;
-  /** Default: every request succeeds. */
-  answer?: (frame: Extract<RegistryToHost, { type: "session_start" | "session_stop" }>) => HostAnswer;
+  /** Default: every request succeeds. null: the host never answers. */
+  answer?: (frame: Extract<RegistryToHost, { type: "session_start" | "session_stop" }>) => HostAnswer | null;
 }
 
 /**
@@ -41,6 +41,7 @@ export class FakeHost {
     socket.onFrame((frame) => {
       if (frame.type !== "session_start" && frame.type !== "session_stop") return;
       const a = answer(frame);
+      if (a === null) return;
       socket.send(
         a.ok
           ? { type: "ack", req_id: frame.req_id, ok: true }
