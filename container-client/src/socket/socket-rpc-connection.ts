@@ -4,12 +4,12 @@
  * still pending is rejected with `connection_lost`.
  */
 import { connect, type Socket } from "node:net";
+import { JsonLineWriter } from "../../../lib/json-line-writer.js";
 import type { Logger } from "../../../lib/log.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import { type LineEvent, LineSplitter } from "../../../protocol/line-splitter.js";
 import { RpcErrorCode } from "../../../protocol/rpc-errors.js";
 import { classifyIncoming } from "./incoming-message.js";
-import { JsonLineWriter } from "./json-line-writer.js";
 import { RelayCallError } from "./relay-errors.js";
 
 export interface SocketRpcConnectionOptions {

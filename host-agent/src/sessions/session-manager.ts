@@ -1,19 +1,11 @@
-import type { Logger } from "../../../lib/log.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
-import type { AgentRuntime } from "../runtime/types.js";
 import type { SessionControl } from "../tunnel/host-control.js";
-import { SessionRuntime } from "./session-runtime.js";
+import { SessionRuntime, type SessionRuntimeOptions } from "./session-runtime.js";
 
-export interface SessionManagerOptions {
-  workerUrl: string;
-  hostToken: string;
-  hostId: string;
-  runtime: AgentRuntime;
-  socketRoot: string;
-  maxLineBytes: number;
+/** What every session on this host shares, plus the host's session limit. */
+export interface SessionManagerOptions
+  extends Omit<SessionRuntimeOptions, "sessionId" | "spec" | "onClosed"> {
   maxSessions: number;
-  logger: Logger;
-  heartbeatMs?: number;
 }
 
 /** The sessions running on this host. */
@@ -42,7 +34,6 @@ export class SessionManager implements SessionControl {
       ...this.#o,
       sessionId,
       spec,
-      logger: this.#o.logger,
       onClosed: (id) => this.#sessions.delete(id),
     });
     this.#sessions.set(sessionId, session);

@@ -4,13 +4,13 @@
  * `ping`, and cancels everything in flight when it closes.
  */
 import type { Socket } from "node:net";
+import { JsonLineWriter } from "../../../lib/json-line-writer.js";
 import type { Logger } from "../../../lib/log.js";
 import { LineSplitter } from "../../../protocol/line-splitter.js";
 import { RpcErrorCode } from "../../../protocol/rpc-errors.js";
 import { type JsonRpcId, type JsonRpcRequest, SOCKET_PROTOCOL_VERSION } from "../../../protocol/socket.js";
 import { runCallerToolCall } from "./caller-tool-call.js";
 import { classifyLine } from "./incoming-request.js";
-import { JsonLineWriter } from "./json-line-writer.js";
 import { parseRelayRequest, type RelayRequest } from "./relay-methods.js";
 import { callerToolError, RpcError } from "./rpc-error.js";
 import type { RelayHandlers } from "./types.js";
