@@ -5,8 +5,16 @@ import { DEFAULT_MAX_LINE_BYTES } from "../../protocol/socket.js";
 
 /** host-agent settings, from flags or their environment variables (flags win). */
 export const HostAgentConfigSchema = z.object({
-  workerUrl: z.url({ protocol: /^https?$/, message: "--worker-url must be an http(s) URL" }),
-  hostToken: z.string().min(8, "--host-token is required (or OUBLIETTE_HOST_TOKEN)"),
+  workerUrl: z.url({
+    protocol: /^https?$/,
+    error: (issue) =>
+      issue.input === undefined
+        ? "--worker-url is required (or OUBLIETTE_WORKER_URL)"
+        : "--worker-url must be an http(s) URL",
+  }),
+  hostToken: z
+    .string({ error: "--host-token is required (or OUBLIETTE_HOST_TOKEN)" })
+    .min(8, "--host-token is too short to be a token"),
   hostId: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,128}$/, "--host-id must be 1-128 letters, digits, '_', '.' or '-'")
