@@ -1,11 +1,24 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MAX_TUNNEL_FRAME_BYTES } from "../../protocol/tunnel.js";
+import { freezeClock } from "./support/clock.js";
 import { disconnectAll, FakeHost, registryStub, SessionTunnel } from "./support/fake-host.js";
 import { upgrade } from "./support/frame-socket.js";
 import { callTool, initialize } from "./support/mcp.js";
-import { events, newSessionId, spawn } from "./support/session.js";
+import { events, newSessionId, sessionStub, spawn } from "./support/session.js";
 import { ADMIN, HOST_TOKEN } from "./support/tokens.js";
 
-afterEach(disconnectAll);
+afterEach(async () => {
+  vi.useRealTimers();
+  await disconnectAll();
+});
+
+/**
+ * Resolves once the registry has run the synchronous start of every call made before on this
+ * stub (calls on one stub are delivered in order): a startSession made before is now waiting.
+ */
+async function startedWaiting(registry: ReturnType<typeof registryStub>): Promise<void> {
+  await registry.stopSession({ sessionId: "ses_barrier", reason: "barrier" });
+}
 
 /** Spawns a session and returns the host it was placed on. */
 async function placedOn(): Promise<string | null> {
@@ -13,9 +26,37 @@ async function placedOn(): Promise<string | null> {
 }
 
 describe("placement", () => {
-  it("fails with no_host when no host-agent is connected", async () => {
-    const res = await registryStub().startSession({ sessionId: newSessionId(), spec: {} });
-    expect(res).toMatchObject({ ok: false, error: { code: "no_host" } });
+  it("fails with no_host when, once the wait for a host is over, no host has room", async () => {
+    await FakeHost.connect("full", { maxSessions: 1 });
+    expect(await placedOn()).toBe("full");
+    const registry = registryStub();
+    const t0 = freezeClock();
+    const placed = registry.startSession({ sessionId: newSessionId(), spec: {} });
+    await startedWaiting(registry);
+    vi.setSystemTime(t0 + 10_000);
+    // A host saying hello wakes waiting spawns; this one is still full.
+    await FakeHost.connect("full", { maxSessions: 1 });
+    expect(await placed).toMatchObject({ ok: false, error: { code: "no_host" } });
+  });
+
+  it("places a spawn that waits for a host on the host that connects", async () => {
+    const registry = registryStub();
+    const placed = registry.startSession({ sessionId: newSessionId(), spec: {} });
+    await startedWaiting(registry);
+    const host = await FakeHost.connect("late-host");
+    expect(await placed).toEqual({ ok: true, value: { hostId: "late-host", runtime: "process" } });
+    expect(host.socket.received("session_start")).toHaveLength(1);
+  });
+
+  it("keeps waiting when a host without room says hello before the wait is over", async () => {
+    await FakeHost.connect("busy", { maxSessions: 1 });
+    await placedOn();
+    const registry = registryStub();
+    const placed = registry.startSession({ sessionId: newSessionId(), spec: {} });
+    await startedWaiting(registry);
+    await FakeHost.connect("busy", { maxSessions: 1 });
+    await FakeHost.connect("roomy");
+    expect(await placed).toMatchObject({ ok: true, value: { hostId: "roomy" } });
   });
 
   it("places each session on the least loaded host", async () => {
@@ -37,19 +78,15 @@ describe("placement", () => {
     ]);
   });
 
-  it("never places more sessions on a host than its max_sessions", async () => {
-    await FakeHost.connect("tiny", { maxSessions: 1 });
-    expect(await placedOn()).toBe("tiny");
-    const res = await registryStub().startSession({ sessionId: newSessionId(), spec: {} });
-    expect(res).toMatchObject({ ok: false, error: { code: "no_host" } });
-  });
-
   it("ignores a host that has not said hello", async () => {
     const res = await upgrade("/v1/tunnel/host?host_id=silent", HOST_TOKEN);
-    res.webSocket?.accept();
     expect(res.status).toBe(101);
-    const placed = await registryStub().startSession({ sessionId: newSessionId(), spec: {} });
-    expect(placed).toMatchObject({ ok: false, error: { code: "no_host" } });
+    res.webSocket?.accept();
+    const registry = registryStub();
+    const placed = registry.startSession({ sessionId: newSessionId(), spec: {} });
+    await startedWaiting(registry);
+    await FakeHost.connect("talkative");
+    expect(await placed).toMatchObject({ ok: true, value: { hostId: "talkative" } });
     res.webSocket?.close();
   });
 });
@@ -68,7 +105,21 @@ describe("a host that refuses", () => {
 
   it("records the failure in the session", async () => {
     await FakeHost.connect("full-host-2", { answer: () => ({ ok: false, message: "no image" }) });
-    await expect(spawn()).rejects.toThrow(/host_error no image/);
+    const sessionId = newSessionId();
+    const created = await sessionStub(sessionId).create({
+      sessionId,
+      projectId: "default",
+      owner: ADMIN,
+      caller: null,
+      callerTimeoutMs: 60_000,
+      prompt: null,
+      image: null,
+      via: null,
+    });
+    expect(created).toEqual({ ok: false, error: { code: "host_error", message: "no image" } });
+    expect(await sessionStub(sessionId).getInfo(ADMIN, null)).toMatchObject({ value: { status: "failed" } });
+    const log = await events(sessionId);
+    expect(log.events.at(-1)).toMatchObject({ type: "session_ended", reason: "no image" });
   });
 });
 
@@ -127,6 +178,14 @@ describe("the host channel", () => {
     host.socket.send({ type: "ack", req_id: 7 });
     expect((await host.socket.next("error")).error.code).toBe("bad_frame");
     expect(await placedOn()).toBe("chatty");
+  });
+
+  it("measures the frame cap in bytes, not characters", async () => {
+    const host = await FakeHost.connect("wordy");
+    // Two UTF-8 bytes per character: within the cap in characters, over it in bytes.
+    const message = "é".repeat(MAX_TUNNEL_FRAME_BYTES / 2 + 1000);
+    host.socket.send({ type: "error", error: { code: "internal", message } });
+    expect((await host.socket.next("error")).error.code).toBe("bad_frame");
   });
 
   it("replaces an older connection of the same host", async () => {

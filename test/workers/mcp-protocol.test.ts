@@ -125,6 +125,17 @@ describe("MCP-Protocol-Version header", () => {
     expect((await rpcBody(res)).error?.code).toBe(McpErrorCode.invalidRequest);
   });
 
+  it("refuses an unsupported version on DELETE with 400 and keeps the session", async () => {
+    const session = await initialize();
+    const res = await mcpFetch({
+      method: "DELETE",
+      session,
+      headers: { "mcp-protocol-version": "2099-01-01" },
+    });
+    expect(res.status).toBe(400);
+    expect((await rpc(session, "ping")).result).toEqual({});
+  });
+
   it("refuses an unsupported version on the GET stream with 400", async () => {
     const session = await initialize();
     const res = await mcpFetch({ method: "GET", session, headers: { "mcp-protocol-version": "2099-01-01" } });

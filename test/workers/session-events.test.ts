@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { disconnectAll, SessionTunnel } from "./support/fake-host.js";
-import { events, hostedSession, liveSession, subscribe } from "./support/session.js";
+import { events, hostedSession, liveSession, readEvents, subscribe } from "./support/session.js";
 import { ADMIN, OTHER, READER } from "./support/tokens.js";
 
 afterEach(disconnectAll);
@@ -71,15 +71,15 @@ describe("reading events", () => {
 
   it("honours limit", async () => {
     const s = await hostedSession();
-    const page = await s.stub.readEvents(ADMIN, 0, 1, null);
+    const page = await readEvents(s.sessionId, ADMIN, 0, 1);
     expect(page).toMatchObject({ ok: true, value: { next_index: 1 } });
     expect(page.ok && page.value.events).toHaveLength(1);
   });
 
   it("lets admin and admin:ro tokens that do not own the session read it", async () => {
     const s = await hostedSession();
-    expect((await s.stub.readEvents(READER, 0, 10, null)).ok).toBe(true);
-    expect((await s.stub.readEvents(OTHER, 0, 10, null)).ok).toBe(true);
+    expect((await readEvents(s.sessionId, READER)).ok).toBe(true);
+    expect((await readEvents(s.sessionId, OTHER)).ok).toBe(true);
   });
 
   it("replays the backlog to a new WebSocket subscriber from since_index", async () => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_TUNNEL_FRAME_BYTES } from "../../protocol/tunnel.js";
 import { disconnectAll } from "./support/fake-host.js";
 import { events, hostedSession, liveSession, respond } from "./support/session.js";
 import { ADMIN, OTHER } from "./support/tokens.js";
@@ -112,6 +113,29 @@ describe("caller_tool_response", () => {
     s.owner.send({ type: "caller_tool_response", request_id, result: { via: "ws" } });
     expect(await s.owner.next("caller_tool_response_result")).toMatchObject({ request_id, ok: true });
     expect(await s.tunnel.result("call-1")).toEqual({ ok: true, result: { via: "ws" } });
+  });
+});
+
+describe("the tunnel frame cap", () => {
+  it("never sends the host a result frame larger than the tunnel accepts", async () => {
+    const s = await liveSession();
+    s.tunnel.call("call-1");
+    const { request_id } = await s.owner.next("caller_tool_request");
+    // The MCP endpoint accepts bodies up to 4 MiB; the host-agent drops frames over 1 MiB.
+    const answered = await respond(s.sessionId, request_id, {
+      result: "x".repeat(2 * MAX_TUNNEL_FRAME_BYTES),
+    });
+    await s.tunnel.barrier();
+    expect(s.tunnel.socket.largestFrameBytes).toBeLessThanOrEqual(MAX_TUNNEL_FRAME_BYTES);
+    // Either the caller is told at once, or the droid gets a failure it can act on.
+    if (answered.ok) {
+      expect(await s.tunnel.result("call-1")).toMatchObject({ ok: false });
+    } else {
+      // Refused: nothing went to the host, and the caller can still answer within the cap.
+      expect(s.tunnel.socket.received("caller_tool_result")).toEqual([]);
+      expect((await respond(s.sessionId, request_id, { error: "result too large" })).ok).toBe(true);
+      expect(await s.tunnel.result("call-1")).toMatchObject({ ok: false, error: { reason: "caller_error" } });
+    }
   });
 });
 

@@ -110,7 +110,8 @@ describe("bad frames", () => {
 
   it("answers a binary frame with an error frame", async () => {
     const s = await hostedSession();
-    s.tunnel.send(new TextEncoder().encode(JSON.stringify({ type: "droid_message_ack", seq: 0 })).buffer);
+    const bytes = new TextEncoder().encode(JSON.stringify({ type: "droid_message_ack", seq: 0 }));
+    s.tunnel.send(bytes);
     expect((await s.tunnel.socket.next("error")).error).toMatchObject({ code: "bad_frame" });
     await s.tunnel.barrier();
   });

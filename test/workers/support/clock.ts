@@ -1,25 +1,13 @@
 import { vi } from "vitest";
-import { until } from "./poll.js";
 
 /**
- * Tests and Durable Objects share one isolate under the workers pool, so vitest's fake clock
- * drives the objects' `Date.now()` and `setTimeout` too. Restore with `vi.useRealTimers()`.
+ * Tests and Durable Objects share one isolate under the workers pool, so vitest's fake `Date`
+ * is the objects' clock too: alarms, deadlines and grace periods compute from it. (Fake
+ * `setTimeout` is not usable: a callback fired from the test cannot settle a promise that
+ * belongs to a Durable Object's I/O context.) Restore with `vi.useRealTimers()`.
  */
-
-/** Freezes `Date` (alarms and deadlines compute from it); returns "now". */
 export function freezeClock(): number {
   const now = Date.now();
   vi.useFakeTimers({ toFake: ["Date"], now });
   return now;
-}
-
-/** Fakes `setTimeout`/`clearTimeout` and `Date`. */
-export function fakeTimeouts(): void {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"], now: Date.now() });
-}
-
-/** Waits until some code (e.g. a Durable Object) has armed a fake timeout, then advances `ms`. */
-export async function advanceOnceArmed(ms: number): Promise<void> {
-  await until(async () => vi.getTimerCount() > 0, "a timeout is armed");
-  await vi.advanceTimersByTimeAsync(ms);
 }

@@ -89,7 +89,7 @@ export class SessionTunnel {
     );
   }
 
-  send(frame: HostFrame | string | ArrayBuffer): void {
+  send(frame: HostFrame | string | Uint8Array): void {
     this.socket.send(frame);
   }
 

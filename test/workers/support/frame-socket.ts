@@ -18,6 +18,8 @@ const open = new Set<{ close(): void }>();
  */
 export class FrameSocket<T extends { type: string }> {
   readonly all: T[] = [];
+  /** Size in UTF-8 bytes of the largest frame received. */
+  largestFrameBytes = 0;
   readonly #inbox: T[] = [];
   readonly #waiters = new Set<Waiter<T>>();
   readonly #listeners: ((frame: T) => void)[] = [];
@@ -32,6 +34,7 @@ export class FrameSocket<T extends { type: string }> {
     ws.addEventListener("message", (e) => {
       if (typeof e.data !== "string") return this.#fail(new Error("server sent a binary frame"));
       if (e.data === "pong") return;
+      this.largestFrameBytes = Math.max(this.largestFrameBytes, new TextEncoder().encode(e.data).byteLength);
       let frame: T;
       try {
         frame = parse(JSON.parse(e.data));
@@ -70,8 +73,8 @@ export class FrameSocket<T extends { type: string }> {
   }
 
   /** Sends an object as JSON, or a raw string / binary frame as is. */
-  send(frame: object | string | ArrayBuffer): void {
-    this.#ws.send(typeof frame === "string" || frame instanceof ArrayBuffer ? frame : JSON.stringify(frame));
+  send(frame: object | string | Uint8Array): void {
+    this.#ws.send(typeof frame === "string" || frame instanceof Uint8Array ? frame : JSON.stringify(frame));
   }
 
   /** The first unread frame of `type` (that passes `where`), waiting up to `timeoutMs`. */

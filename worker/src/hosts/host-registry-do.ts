@@ -12,6 +12,7 @@ import {
 } from "../../../protocol/tunnel.js";
 import { config, type Env } from "../env.js";
 import { fail, ok, type Result } from "../errors.js";
+import { exceedsUtf8Bytes } from "../frame-size.js";
 import { principalOf } from "../http/principal-header.js";
 import { createLog } from "../log.js";
 
@@ -110,7 +111,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
-    if (typeof raw !== "string" || raw.length > MAX_TUNNEL_FRAME_BYTES) {
+    if (typeof raw !== "string" || exceedsUtf8Bytes(raw, MAX_TUNNEL_FRAME_BYTES)) {
       return this.#sendError(ws, { code: "bad_frame", message: "frames are JSON text up to 1 MiB" });
     }
     const json = tryParseJson(raw);

@@ -62,7 +62,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       case "GET":
         return await this.#get(request, principal);
       case "DELETE":
-        return this.#delete(principal);
+        return this.#delete(request, principal);
       default:
         return new Response("method not allowed", { status: 405, headers: { allow: "GET, POST, DELETE" } });
     }
@@ -142,14 +142,8 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     }
     const meta = this.#authorized(principal);
     if (meta instanceof Response) return meta;
-    const version = request.headers.get("mcp-protocol-version");
-    if (version !== null && !isSupportedVersion(version)) {
-      return rpcErrorResponse(
-        400,
-        McpErrorCode.invalidRequest,
-        `Unsupported MCP-Protocol-Version: ${version}`,
-      );
-    }
+    const badVersion = unsupportedVersion(request);
+    if (badVersion) return badVersion;
     this.#touch(meta);
     const requests = messages.filter((m): m is JSONRPCRequest => isJSONRPCRequest(m));
     if (requests.length === 0) return new Response(null, { status: 202 });
@@ -233,6 +227,8 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     }
     const meta = this.#authorized(principal);
     if (meta instanceof Response) return meta;
+    const badVersion = unsupportedVersion(request);
+    if (badVersion) return badVersion;
     this.#touch(meta);
     const lastEventId = Number.parseInt(request.headers.get("last-event-id") ?? "", 10);
     // Nothing may be delivered between reading the missed messages and installing the stream.
@@ -262,9 +258,11 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ DELETE
 
-  async #delete(principal: CallerPrincipal): Promise<Response> {
+  async #delete(request: Request, principal: CallerPrincipal): Promise<Response> {
     const meta = this.#authorized(principal);
     if (meta instanceof Response) return meta;
+    const badVersion = unsupportedVersion(request);
+    if (badVersion) return badVersion;
     this.#log.info("MCP session ended by the client");
     await this.#terminate();
     return new Response(null, { status: 204 });
@@ -318,6 +316,13 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       this.#log.warn("presence update failed", { session: sessionId, change, error: errorMessage(err) });
     }
   }
+}
+
+/** 400 for an MCP-Protocol-Version we do not speak (the transport spec requires it on every request). */
+function unsupportedVersion(request: Request): Response | null {
+  const version = request.headers.get("mcp-protocol-version");
+  if (version === null || isSupportedVersion(version)) return null;
+  return rpcErrorResponse(400, McpErrorCode.invalidRequest, `Unsupported MCP-Protocol-Version: ${version}`);
 }
 
 function tryParseJsonOrNull(text: string | null): unknown {

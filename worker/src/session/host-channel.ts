@@ -8,6 +8,7 @@ import {
   TUNNEL_PROTOCOL_VERSION,
   type TunnelErrorCode,
 } from "../../../protocol/tunnel.js";
+import { exceedsUtf8Bytes } from "../frame-size.js";
 import { principalOf } from "../http/principal-header.js";
 import { errorMessage } from "../log.js";
 import type { SessionDurableObject } from "./session-do.js";
@@ -81,7 +82,7 @@ export class HostChannel {
       this.#error(ws, "bad_frame", "tunnel frames are JSON text");
       return;
     }
-    if (raw.length > MAX_TUNNEL_FRAME_BYTES) {
+    if (exceedsUtf8Bytes(raw, MAX_TUNNEL_FRAME_BYTES)) {
       this.#error(ws, "bad_frame", "frame too large");
       return;
     }

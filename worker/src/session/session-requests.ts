@@ -1,6 +1,7 @@
 import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
-import type { HostToSession } from "../../../protocol/tunnel.js";
+import { type HostToSession, MAX_TUNNEL_FRAME_BYTES, type SessionToHost } from "../../../protocol/tunnel.js";
 import { AppError } from "../errors.js";
+import { exceedsUtf8Bytes } from "../frame-size.js";
 import { answerOutcome, failure } from "./outcomes.js";
 import type { SessionDurableObject } from "./session-do.js";
 import { isLive } from "./session-record.js";
@@ -103,6 +104,15 @@ export class SessionRequests {
       throw new AppError("already_answered", `request ${input.requestId} was already answered`);
     }
     const outcome = answerOutcome(input.result, input.error);
+    // A frame over the tunnel cap would make the host-agent drop the tunnel, re-send the call
+    // and get the same frame again; refuse it while the caller can still send something smaller.
+    const frame = { type: "caller_tool_result", call_id: call.callId, outcome } satisfies SessionToHost;
+    if (exceedsUtf8Bytes(JSON.stringify(frame), MAX_TUNNEL_FRAME_BYTES)) {
+      throw new AppError(
+        "invalid_arguments",
+        `the answer to request ${input.requestId} is over the ${MAX_TUNNEL_FRAME_BYTES} bytes a droid can receive; send a smaller result or an error`,
+      );
+    }
     this.#complete(call, outcome);
     return { request_id: input.requestId, status: "delivered" };
   }

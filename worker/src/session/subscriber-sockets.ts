@@ -3,6 +3,7 @@ import { tryParseJson } from "../../../protocol/json.js";
 import { SubscriberFrameSchema, type SubscriberReply } from "../../../protocol/subscriber.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
+import { exceedsUtf8Bytes } from "../frame-size.js";
 import { principalOf } from "../http/principal-header.js";
 import { SSE_HEADERS, SseStream } from "../http/sse.js";
 import type { SessionDurableObject } from "./session-do.js";
@@ -92,7 +93,7 @@ export class SubscriberSockets {
     const state = attachment(ws);
     if (!state) return;
     const reply = (r: SubscriberReply) => ws.send(JSON.stringify(r));
-    if (typeof raw !== "string" || raw.length > MAX_FRAME_BYTES) {
+    if (typeof raw !== "string" || exceedsUtf8Bytes(raw, MAX_FRAME_BYTES)) {
       reply({
         type: "error",
         error: { code: "bad_frame", message: "frames are JSON text up to 1 MiB" },

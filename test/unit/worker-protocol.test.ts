@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import {
+  CallerToolListSchema,
+  CallerToolOutcomeSchema,
+  CallerToolsConfigSchema,
+  prefixedToolName,
+} from "../../protocol/caller-tools.js";
+import { loggerFor, SessionEventSchema } from "../../protocol/events.js";
+import { SubscriberFrameSchema } from "../../protocol/subscriber.js";
+import { HostToRegistrySchema, HostToSessionSchema, SessionToHostSchema } from "../../protocol/tunnel.js";
+
+describe("caller tools", () => {
+  it("accepts tools with an object input schema and refuses others", () => {
+    expect(CallerToolListSchema.safeParse([{ name: "send", inputSchema: { type: "object" } }]).success).toBe(
+      true,
+    );
+    expect(CallerToolListSchema.safeParse([{ name: "send", inputSchema: { type: "string" } }]).success).toBe(
+      false,
+    );
+    expect(CallerToolListSchema.safeParse([{ name: "bad name" }]).success).toBe(false);
+  });
+
+  it("refuses the same tool name twice", () => {
+    const parsed = CallerToolListSchema.safeParse([{ name: "a" }, { name: "a" }]);
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.message).toContain("twice");
+  });
+
+  it.each([
+    ["ant", true],
+    ["my-app-2", true],
+    ["-ant", false],
+    ["an_t", false],
+    ["a".repeat(33), false],
+  ])("judges caller_id %j: %s", (callerId, ok) => {
+    expect(CallerToolsConfigSchema.safeParse({ caller_id: callerId, tools: [], timeout_ms: 1 }).success).toBe(
+      ok,
+    );
+  });
+
+  it("prefixes tool names with the caller id", () => {
+    expect(prefixedToolName("ant", "send_response")).toBe("ant_send_response");
+  });
+
+  it("types outcomes by ok", () => {
+    expect(CallerToolOutcomeSchema.safeParse({ ok: true, result: [1] }).success).toBe(true);
+    expect(
+      CallerToolOutcomeSchema.safeParse({ ok: false, error: { reason: "timeout", message: "late" } }).success,
+    ).toBe(true);
+    expect(
+      CallerToolOutcomeSchema.safeParse({ ok: false, error: { reason: "boom", message: "" } }).success,
+    ).toBe(false);
+  });
+});
+
+describe("tunnel frames", () => {
+  it("parses the host hello and refuses missing fields", () => {
+    const hello = {
+      type: "host_hello",
+      v: 1,
+      host_id: "h1",
+      runtime: "docker",
+      agent_version: "1",
+      sessions: [],
+      max_sessions: 4,
+    };
+    expect(HostToRegistrySchema.safeParse(hello).success).toBe(true);
+    expect(HostToRegistrySchema.safeParse({ ...hello, max_sessions: 0 }).success).toBe(false);
+    expect(HostToRegistrySchema.safeParse({ ...hello, runtime: "vm" }).success).toBe(false);
+  });
+
+  it("bounds session_events batches and requires a positive seq", () => {
+    const batch = (seq: number, n: number) => ({
+      type: "session_events",
+      seq,
+      events: Array.from({ length: n }, () => ({ type: "droid_log", text: "x" })),
+    });
+    expect(HostToSessionSchema.safeParse(batch(1, 1)).success).toBe(true);
+    expect(HostToSessionSchema.safeParse(batch(0, 1)).success).toBe(false);
+    expect(HostToSessionSchema.safeParse(batch(1, 0)).success).toBe(false);
+    expect(HostToSessionSchema.safeParse(batch(1, 257)).success).toBe(false);
+  });
+
+  it("requires caller_tool_call arguments to be an object", () => {
+    const call = { type: "caller_tool_call", call_id: "c", tool: "t", arguments: {} };
+    expect(HostToSessionSchema.safeParse(call).success).toBe(true);
+    expect(HostToSessionSchema.safeParse({ ...call, arguments: [] }).success).toBe(false);
+    expect(HostToSessionSchema.safeParse({ ...call, call_id: "" }).success).toBe(false);
+  });
+
+  it("parses every frame a session sends", () => {
+    const frames = [
+      { type: "session_welcome", v: 1, session_id: "s", stored_event_seq: 0 },
+      { type: "caller_tools_config", config: { caller_id: null, tools: [], timeout_ms: 1000 } },
+      { type: "caller_tool_result", call_id: "c", outcome: { ok: true, result: null } },
+      { type: "droid_message", seq: 1, text: "hi" },
+      { type: "session_events_ack", seq: 3 },
+      { type: "error", error: { code: "bad_frame", message: "x" } },
+    ];
+    for (const frame of frames) expect(SessionToHostSchema.safeParse(frame).success).toBe(true);
+  });
+});
+
+describe("session events", () => {
+  const base = { session_id: "s", index: 0, ts: "t" };
+
+  it("routes caller tool requests to oubliette.caller_tool and the rest to oubliette.session", () => {
+    const request = SessionEventSchema.parse({
+      ...base,
+      type: "caller_tool_request",
+      request_id: "r",
+      caller_id: "ant",
+      tool: "t",
+      arguments: {},
+      deadline: "d",
+    });
+    expect(loggerFor(request)).toBe("oubliette.caller_tool");
+    expect(loggerFor(SessionEventSchema.parse({ ...base, type: "droid_log", text: "x" }))).toBe(
+      "oubliette.session",
+    );
+  });
+});
+
+describe("subscriber frames", () => {
+  it("accepts a caller_tool_response with a result or an error", () => {
+    expect(
+      SubscriberFrameSchema.safeParse({ type: "caller_tool_response", request_id: "r", result: 1 }).success,
+    ).toBe(true);
+    expect(SubscriberFrameSchema.safeParse({ type: "caller_tool_response", request_id: "" }).success).toBe(
+      false,
+    );
+    expect(SubscriberFrameSchema.safeParse({ type: "subscribe" }).success).toBe(false);
+  });
+});

@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { action, argumentsSchema, defineActionTool, defineTool } from "../../worker/src/tools/define.js";
+import { mcpInputSchema } from "../../worker/src/tools/json-schema.js";
+import { ToolRegistry } from "../../worker/src/tools/registry.js";
+
+const noop = async () => ({});
+
+const thing = defineActionTool({
+  name: "thing",
+  title: "Things",
+  description: "Test.",
+  target: "project",
+  actions: {
+    list: action({
+      description: "List them.",
+      access: "read",
+      timing: "sync",
+      input: z.object({ project_id: z.string().describe("The project.") }),
+      handler: noop,
+    }),
+    delete: action({
+      description: "Delete one.",
+      access: "write",
+      timing: "sync",
+      input: z.object({ project_id: z.string().describe("The project."), id: z.string().describe("Which.") }),
+      handler: noop,
+    }),
+  },
+});
+
+const single = defineTool({
+  name: "single",
+  title: "Single",
+  description: "Test.",
+  target: "global",
+  action: {
+    description: "One.",
+    access: "read",
+    timing: "sync",
+    input: z.object({ a: z.string(), b: z.number().optional() }),
+    handler: noop,
+  },
+});
+
+describe("mcpInputSchema", () => {
+  it("flattens a unified tool into one object with an action enum", () => {
+    const schema = mcpInputSchema(thing);
+    expect(schema.type).toBe("object");
+    expect(schema.required).toEqual(["action"]);
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties?.action).toMatchObject({ type: "string", enum: ["list", "delete"] });
+    expect(String(schema.properties?.action?.description)).toContain("delete: Delete one.");
+    expect(schema.properties?.project_id).toMatchObject({
+      type: "string",
+      description: "The project. Required.",
+    });
+    expect(schema.properties?.id).toMatchObject({
+      description: "Which. Used by: delete; required by: delete.",
+    });
+  });
+
+  it("gives a standalone tool its exact object schema", () => {
+    const schema = mcpInputSchema(single);
+    expect(schema).toMatchObject({ type: "object", required: ["a"], additionalProperties: false });
+    expect(Object.keys(schema.properties ?? {})).toEqual(["a", "b"]);
+  });
+});
+
+describe("argumentsSchema", () => {
+  it("validates a unified tool per action", () => {
+    const schema = argumentsSchema(thing);
+    expect(schema.safeParse({ action: "list", project_id: "p" }).success).toBe(true);
+    expect(schema.safeParse({ action: "delete", project_id: "p" }).success).toBe(false);
+    expect(schema.safeParse({ action: "list", project_id: "p", id: "x" }).success).toBe(false);
+    expect(schema.safeParse({ action: "explode", project_id: "p" }).success).toBe(false);
+  });
+
+  it("names a standalone tool's action after the tool", () => {
+    const parsed = argumentsSchema(single).safeParse({ a: "x" });
+    expect(parsed.success && parsed.data).toEqual({ a: "x", action: "single" });
+  });
+});
+
+describe("ToolRegistry", () => {
+  it("refuses a tool defined twice", () => {
+    expect(() => new ToolRegistry([single, single])).toThrow(/defined twice/);
+  });
+
+  it("lists tools with readOnlyHint only when every action reads", () => {
+    const listing = new ToolRegistry([thing, single]).list();
+    expect(listing.map((t) => [t.name, t.annotations.readOnlyHint])).toEqual([
+      ["thing", false],
+      ["single", true],
+    ]);
+  });
+});
