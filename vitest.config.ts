@@ -1,5 +1,5 @@
 /**
- * Test projects, cheapest first:
+ * Test projects, run one group after another, cheapest first:
  * - unit: pure functions and in-process pairs;
  * - workers: Durable Objects and routes inside workerd (@cloudflare/vitest-pool-workers);
  * - integration: real processes and sockets, no Docker (container-client, scripted droid);
@@ -35,7 +35,14 @@ export const WORKERS_TEST_VARS = {
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
+      {
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          environment: "node",
+          sequence: { groupOrder: 0 },
+        },
+      },
       {
         plugins: [
           cloudflareTest({
@@ -43,7 +50,7 @@ export default defineConfig({
             miniflare: { bindings: WORKERS_TEST_VARS },
           }),
         ],
-        test: { name: "workers", include: ["test/workers/**/*.test.ts"] },
+        test: { name: "workers", include: ["test/workers/**/*.test.ts"], sequence: { groupOrder: 1 } },
       },
       {
         test: {
@@ -51,6 +58,7 @@ export default defineConfig({
           include: ["test/integration/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+          sequence: { groupOrder: 2 },
         },
       },
       {
@@ -61,7 +69,9 @@ export default defineConfig({
           testTimeout: 120_000,
           // The first run on a bare machine installs docker.io and builds images.
           hookTimeout: 900_000,
+          // Each file starts its own wrangler dev, host-agent and containers: two at a time.
           maxWorkers: 2,
+          sequence: { groupOrder: 3 },
         },
       },
     ],

@@ -4,7 +4,7 @@
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { bundles, repoRoot } from "../build.js";
 import { type HostAgent, startHostAgent } from "./host-agent-process.js";
 import { newToken, sha256Hex } from "./tokens.js";
@@ -80,7 +80,9 @@ export class LocalStack {
   /** Starts a host-agent connected to this Worker (or to `workerUrl`). */
   async addHost(options: HostOptions): Promise<HostAgent> {
     this.#hostCount += 1;
-    const hostId = options.hostId ?? `local-host-${this.#hostCount}`;
+    // Unique per stack: a host-agent removes its host id's leftover containers at start-up, so two
+    // stacks sharing one Docker Engine must never share a host id.
+    const hostId = options.hostId ?? `${basename(this.dir)}-host-${this.#hostCount}`;
     const host = await startHostAgent({
       bundle: bundles.hostAgent,
       workerUrl: options.workerUrl ?? this.worker.url,
