@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
+import { createServer } from "node:net";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { stopChild } from "./stop-child.js";
@@ -35,13 +36,15 @@ export interface WranglerDev {
 export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
   await mkdir(dirname(options.logFile), { recursive: true });
   const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
+  // The port is chosen here and readiness is a /healthz answer: no parsing of wrangler's output.
+  const port = options.port || (await freePort());
   const args = [
     wrangler,
     "dev",
     "--ip",
     "127.0.0.1",
     "--port",
-    String(options.port ?? 0),
+    String(port),
     "--inspector-port",
     "0",
     "--persist-to",
@@ -57,31 +60,36 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
   const log = createWriteStream(options.logFile, { flags: "a" });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `wrangler dev was not ready within ${options.readyTimeoutMs ?? 60_000} ms; see ${options.logFile}`,
-          ),
-        ),
-      options.readyTimeoutMs ?? 60_000,
-    );
-    const onData = (chunk: Buffer) => {
-      seen = (seen + chunk.toString()).slice(-4096);
-      const match = /Ready on (http:\/\/[0-9.]+:\d+)/.exec(seen);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        child.stdout?.off("data", onData);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`wrangler dev exited with code ${code}; see ${options.logFile}`));
-    });
-  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilServing(url, child, options);
   return { url, process: child, logFile: options.logFile, stop: () => stopChild(child, 5_000) };
+}
+
+/** A TCP port nobody listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("could not pick a free port");
+  return address.port;
+}
+
+/** Polls /healthz until the Worker answers; fails if wrangler exits or the timeout passes. */
+async function waitUntilServing(url: string, child: ChildProcess, options: WranglerDevOptions): Promise<void> {
+  const timeoutMs = options.readyTimeoutMs ?? 60_000;
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null | undefined;
+  child.once("exit", (code) => {
+    exited = code;
+  });
+  while (Date.now() < deadline) {
+    if (exited !== undefined) throw new Error(`wrangler dev exited with code ${exited}; see ${options.logFile}`);
+    const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) })
+      .then((res) => res.ok)
+      .catch(() => false);
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`wrangler dev was not ready within ${timeoutMs} ms; see ${options.logFile}`);
 }
