@@ -11,6 +11,7 @@
  * Every loop is bounded in count, and the whole run in time.
  */
 import { readFile } from "node:fs/promises";
+import WebSocket from "ws";
 import { type Summary, summarize } from "../lib/stats.js";
 import { buildAll } from "../scripts/build.js";
 import { ensureDockerEngine } from "../scripts/docker/engine.js";
@@ -66,17 +67,54 @@ async function droidBench(
   return line as unknown as BenchLine;
 }
 
-/** Plain and relayed round trips, one at a time, in interleaved rounds after a warm-up. */
-async function latency(caller: TestCaller, sessionId: string): Promise<{ plain: Summary; relay: Summary }> {
+/** How the caller answers caller tool requests right now. */
+type AnswerPath = "mcp" | "ws";
+
+/**
+ * Plain and relayed round trips, one at a time, in interleaved rounds after a warm-up. Relayed
+ * calls are answered by the MCP caller (caller_tool_response, an HTTP tools/call) and, for
+ * comparison, over the session's WebSocket.
+ */
+async function latency(caller: TestCaller, sessionId: string, answerVia: (path: AnswerPath) => void) {
   await plainToolCalls(caller, sessionId, WARMUP);
   await droidBench(caller, sessionId, WARMUP, 1);
   const plain: number[] = [];
   const relay: number[] = [];
+  const relayWs: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     plain.push(...(await plainToolCalls(caller, sessionId, PER_ROUND)));
     relay.push(...((await droidBench(caller, sessionId, PER_ROUND, 1, true)).samples_ms ?? []));
+    answerVia("ws");
+    relayWs.push(...((await droidBench(caller, sessionId, PER_ROUND, 1, true)).samples_ms ?? []));
+    answerVia("mcp");
   }
-  return { plain: summarize(plain), relay: summarize(relay) };
+  return { plain: summarize(plain), relay: summarize(relay), relayWs: summarize(relayWs) };
+}
+
+/** A WebSocket subscriber of the session that answers caller tool requests while `active()`. */
+async function webSocketAnswerer(
+  stack: LocalStack,
+  sessionId: string,
+  active: () => boolean,
+): Promise<WebSocket> {
+  const url = new URL(
+    `/v1/sessions/${sessionId}/ws?since_index=${Number.MAX_SAFE_INTEGER}`,
+    stack.url.replace(/^http/, "ws"),
+  );
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${stack.adminToken}` } });
+  ws.on("message", (data) => {
+    if (!active()) return;
+    const event = JSON.parse(data.toString()) as { type?: string; request_id?: string; arguments?: unknown };
+    if (event.type !== "caller_tool_request") return;
+    ws.send(
+      JSON.stringify({ type: "caller_tool_response", request_id: event.request_id, result: event.arguments }),
+    );
+  });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("error", reject);
+  });
+  return ws;
 }
 
 async function peakMemoryMiB(pid: number | undefined): Promise<number | null> {
@@ -99,16 +137,21 @@ async function main(): Promise<void> {
     const host = await stack.addHost({ runtime: engine ? "docker" : "process", image });
     caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "bench-caller");
     const seen = new Map<number, number>();
+    let path: AnswerPath = "mcp";
     caller.answerWith((request) => {
+      if (path !== "mcp") return "ignore";
       const n = Number(request.arguments.n);
       seen.set(n, (seen.get(n) ?? 0) + 1);
       return { result: request.arguments };
     });
     const sessionId = await spawnDroid(caller, { callerId: "bench", tools: [{ name: "echo" }] });
-    // Session events the caller does not need would only add noise to its stream.
     say(`runtime: ${engine ? "docker" : "process"}; session ${sessionId}`);
+    const ws = await webSocketAnswerer(stack, sessionId, () => path === "ws");
 
-    const { plain, relay } = await latency(caller, sessionId);
+    const { plain, relay, relayWs } = await latency(caller, sessionId, (p) => {
+      path = p;
+    });
+    ws.close();
     seen.clear();
     const load = await droidBench(caller, sessionId, THROUGHPUT_CALLS, CONCURRENCY);
     const duplicated = [...seen.values()].filter((c) => c > 1).length;
@@ -121,7 +164,12 @@ async function main(): Promise<void> {
       `round trip (ms)          p50      p99     mean   (n=${LATENCY_SAMPLES} each, sequential, interleaved)`,
     );
     say(`plain tools/call     ${fmt(plain.p50)}  ${fmt(plain.p99)}  ${fmt(plain.mean)}`);
-    say(`relayed caller tool  ${fmt(relay.p50)}  ${fmt(relay.p99)}  ${fmt(relay.mean)}`);
+    say(
+      `relayed caller tool  ${fmt(relay.p50)}  ${fmt(relay.p99)}  ${fmt(relay.mean)}   (caller answers with caller_tool_response)`,
+    );
+    say(
+      `  same, WS answer    ${fmt(relayWs.p50)}  ${fmt(relayWs.p99)}  ${fmt(relayWs.mean)}   (caller answers on /v1/sessions/:id/ws)`,
+    );
     say(`relay p50 / plain p50: ${ratio.toFixed(2)}x   (target <= 1.5x)`);
     say(`relay p99: ${relay.p99.toFixed(2)} ms   (target < 50 ms)`);
     say("");
