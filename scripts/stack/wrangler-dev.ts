@@ -5,8 +5,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { createServer } from "node:net";
 import { createRequire } from "node:module";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { stopChild } from "./stop-child.js";
 
@@ -76,7 +76,11 @@ async function freePort(): Promise<number> {
 }
 
 /** Polls /healthz until the Worker answers; fails if wrangler exits or the timeout passes. */
-async function waitUntilServing(url: string, child: ChildProcess, options: WranglerDevOptions): Promise<void> {
+async function waitUntilServing(
+  url: string,
+  child: ChildProcess,
+  options: WranglerDevOptions,
+): Promise<void> {
   const timeoutMs = options.readyTimeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
   let exited: number | null | undefined;
@@ -84,7 +88,8 @@ async function waitUntilServing(url: string, child: ChildProcess, options: Wrang
     exited = code;
   });
   while (Date.now() < deadline) {
-    if (exited !== undefined) throw new Error(`wrangler dev exited with code ${exited}; see ${options.logFile}`);
+    if (exited !== undefined)
+      throw new Error(`wrangler dev exited with code ${exited}; see ${options.logFile}`);
     const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) })
       .then((res) => res.ok)
       .catch(() => false);
