@@ -34,6 +34,7 @@ export const HostAgentConfigSchema = z.object({
   maxSessions: z.coerce.number().int().positive().default(32),
   maxLineBytes: z.coerce.number().int().min(1024).default(DEFAULT_MAX_LINE_BYTES),
   heartbeatMs: z.coerce.number().int().min(100).default(15_000),
+  reconnectMaxMs: z.coerce.number().int().min(100).default(30_000),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
 });
 export type HostAgentConfig = z.infer<typeof HostAgentConfigSchema>;

@@ -67,6 +67,11 @@ const program = new Command()
     new Option("--max-line-bytes <n>", "largest container socket line").env("OUBLIETTE_MAX_LINE_BYTES"),
   )
   .addOption(new Option("--heartbeat-ms <ms>", "tunnel heartbeat period").env("OUBLIETTE_HEARTBEAT_MS"))
+  .addOption(
+    new Option("--reconnect-max-ms <ms>", "cap of the tunnel reconnect backoff").env(
+      "OUBLIETTE_RECONNECT_MAX_MS",
+    ),
+  )
   .addOption(new Option("--log-level <level>", "log level").env("OUBLIETTE_LOG_LEVEL"));
 
 program.parse();
@@ -101,6 +106,7 @@ const orphans = await runtime.removeOrphans();
 if (orphans > 0) logger.info({ removed: orphans }, "removed containers left by an earlier run");
 await mkdir(config.socketDir, { recursive: true, mode: 0o711 });
 
+const timing = { heartbeatMs: config.heartbeatMs, maxReconnectDelayMs: config.reconnectMaxMs };
 const sessions = new SessionManager({
   workerUrl: config.workerUrl,
   hostToken: config.hostToken,
@@ -109,7 +115,7 @@ const sessions = new SessionManager({
   socketRoot: config.socketDir,
   maxLineBytes: config.maxLineBytes,
   maxSessions: config.maxSessions,
-  heartbeatMs: config.heartbeatMs,
+  timing,
   logger,
 });
 const control = new HostControl({
@@ -119,7 +125,7 @@ const control = new HostControl({
   runtime: runtime.kind,
   agentVersion: VERSION,
   maxSessions: config.maxSessions,
-  heartbeatMs: config.heartbeatMs,
+  timing,
   sessions,
   logger,
   onRefused: (status) => {

@@ -15,7 +15,9 @@ export interface HostAgentOptions {
   image?: string;
   socketDir: string;
   logFile: string;
+  /** Tunnel heartbeat and reconnect-backoff cap (tests shorten them). */
   heartbeatMs?: number;
+  reconnectMaxMs?: number;
   extraEnv?: Record<string, string>;
   readyTimeoutMs?: number;
 }
@@ -44,6 +46,7 @@ export async function startHostAgent(options: HostAgentOptions): Promise<HostAge
   ];
   if (options.image) args.push("--image", options.image);
   if (options.heartbeatMs) args.push("--heartbeat-ms", String(options.heartbeatMs));
+  if (options.reconnectMaxMs) args.push("--reconnect-max-ms", String(options.reconnectMaxMs));
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...options.extraEnv, OUBLIETTE_HOST_TOKEN: options.hostToken },
     stdio: ["ignore", "pipe", "pipe"],

@@ -28,6 +28,7 @@ export interface HostOptions {
   workerUrl?: string;
   hostId?: string;
   heartbeatMs?: number;
+  reconnectMaxMs?: number;
 }
 
 export class LocalStack {
@@ -93,6 +94,7 @@ export class LocalStack {
       socketDir: join(this.dir, `sockets-${this.#hostCount}`),
       logFile: join(this.dir, `${hostId}.log`),
       heartbeatMs: options.heartbeatMs,
+      reconnectMaxMs: options.reconnectMaxMs,
     });
     this.hosts.push(host);
     return host;

@@ -22,6 +22,8 @@ beforeAll(async () => {
     image: inject("droidImage"),
     workerUrl: proxy.url,
     heartbeatMs: 500,
+    // Each test cuts the network again; keep the backoff from growing past the tests' patience.
+    reconnectMaxMs: 1_000,
   });
   host.process.stdout?.on("data", (chunk: Buffer) => {
     reconnects += chunk.toString().split('"tunnel connected"').length - 1;

@@ -6,6 +6,7 @@ import { AgentEnv } from "../../../protocol/socket.js";
 import type { AgentStdinMessage, SessionSpec } from "../../../protocol/tunnel.js";
 import type { AgentProcess, AgentRuntime } from "../runtime/types.js";
 import { RelaySocketServer } from "../socket/index.js";
+import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { SessionTunnel } from "../tunnel/session-tunnel.js";
 import { readAgentOutput } from "./agent-output.js";
 
@@ -21,7 +22,7 @@ export interface SessionRuntimeOptions {
   logger: Logger;
   /** Called once, after the session has been cleaned up on this host. */
   onClosed(sessionId: string): void;
-  heartbeatMs?: number;
+  timing?: TunnelTiming;
 }
 
 /**
@@ -52,7 +53,7 @@ export class SessionRuntime {
       hostId: options.hostId,
       sessionId: options.sessionId,
       logger: this.#log,
-      heartbeatMs: options.heartbeatMs,
+      timing: options.timing,
       onConfig: (config) => this.#relay.setCallerToolsConfig(config),
       onDroidMessage: (seq, text) => this.#deliver({ type: "message", seq, text }),
       onGone: (reason) => void this.stop(reason),

@@ -9,7 +9,7 @@ import {
   TUNNEL_PROTOCOL_VERSION,
   type TunnelError,
 } from "../../../protocol/tunnel.js";
-import { ReconnectingSocket } from "./reconnecting-socket.js";
+import { ReconnectingSocket, type TunnelTiming } from "./reconnecting-socket.js";
 import { toWs } from "./session-tunnel.js";
 
 /** What the host control channel asks of the host's sessions. */
@@ -30,7 +30,7 @@ export interface HostControlOptions {
   logger: Logger;
   /** The Worker refused this host for good (bad token): the process should exit. */
   onRefused(status: number, body: string): void;
-  heartbeatMs?: number;
+  timing?: TunnelTiming;
 }
 
 /** The host channel of the tunnel: registers the host and carries session start/stop requests. */
@@ -46,7 +46,7 @@ export class HostControl {
       url: url.toString(),
       headers: () => ({ authorization: `Bearer ${options.hostToken}` }),
       logger: options.logger,
-      heartbeatMs: options.heartbeatMs,
+      timing: options.timing,
       onOpen: (socket) =>
         socket.send({
           type: "host_hello",

@@ -4,6 +4,16 @@ import { ReconnectBackoff } from "../../../lib/backoff.js";
 import type { Logger } from "../../../lib/log.js";
 import { HEARTBEAT_PING, HEARTBEAT_PONG, MAX_TUNNEL_FRAME_BYTES } from "../../../protocol/tunnel.js";
 
+/** How a tunnel connection keeps itself alive. */
+export interface TunnelTiming {
+  /** Heartbeat period; a peer silent for 2.5 periods counts as gone. */
+  heartbeatMs: number;
+  /** Cap of the reconnect backoff. */
+  maxReconnectDelayMs: number;
+}
+
+export const DEFAULT_TUNNEL_TIMING: TunnelTiming = { heartbeatMs: 15_000, maxReconnectDelayMs: 30_000 };
+
 export interface ReconnectingSocketOptions {
   /** ws:// or wss:// URL. */
   url: string;
@@ -16,7 +26,7 @@ export interface ReconnectingSocketOptions {
   onFrame(text: string): void;
   /** The server refused us for good (401/403/404/410): no more attempts. */
   onPermanentFailure(status: number, body: string): void;
-  heartbeatMs?: number;
+  timing?: TunnelTiming;
   backoff?: ReconnectBackoff;
 }
 
@@ -43,8 +53,9 @@ export class ReconnectingSocket {
 
   constructor(options: ReconnectingSocketOptions) {
     this.#options = options;
-    this.#backoff = options.backoff ?? new ReconnectBackoff();
-    this.#heartbeatMs = options.heartbeatMs ?? 15_000;
+    const timing = options.timing ?? DEFAULT_TUNNEL_TIMING;
+    this.#backoff = options.backoff ?? new ReconnectBackoff({ maxDelayMs: timing.maxReconnectDelayMs });
+    this.#heartbeatMs = timing.heartbeatMs;
   }
 
   get connected(): boolean {

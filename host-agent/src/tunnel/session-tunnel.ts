@@ -10,7 +10,7 @@ import {
   SessionToHostSchema,
   TUNNEL_PROTOCOL_VERSION,
 } from "../../../protocol/tunnel.js";
-import { ReconnectingSocket } from "./reconnecting-socket.js";
+import { ReconnectingSocket, type TunnelTiming } from "./reconnecting-socket.js";
 
 export interface SessionTunnelOptions {
   workerUrl: string;
@@ -23,7 +23,7 @@ export interface SessionTunnelOptions {
   onDroidMessage(seq: number, text: string): void;
   /** The Worker no longer knows the session. */
   onGone(reason: string): void;
-  heartbeatMs?: number;
+  timing?: TunnelTiming;
 }
 
 interface PendingCall {
@@ -64,7 +64,7 @@ export class SessionTunnel {
       url: url.toString(),
       headers: () => ({ authorization: `Bearer ${options.hostToken}` }),
       logger: options.logger,
-      heartbeatMs: options.heartbeatMs,
+      timing: options.timing,
       onOpen: (socket) => {
         this.#ready = false;
         socket.send({
