@@ -50,7 +50,13 @@ export default defineConfig({
             miniflare: { bindings: WORKERS_TEST_VARS },
           }),
         ],
-        test: { name: "workers", include: ["test/workers/**/*.test.ts"], sequence: { groupOrder: 1 } },
+        test: {
+          name: "workers",
+          include: ["test/workers/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
+          // The Durable Objects log a JSON line per event; show them only for failing tests.
+          silent: "passed-only",
+        },
       },
       {
         test: {

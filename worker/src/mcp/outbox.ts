@@ -7,6 +7,8 @@
  * need not wait for its copy to be committed (waiting would add a storage commit to every
  * relayed call). Everything else waits as usual.
  */
+import { createLog, errorMessage } from "../log.js";
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS subscriptions (session_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -15,6 +17,12 @@ const MAX_KEPT = 2000;
 const PREFIX = "outbox:";
 const key = (seq: number) => `${PREFIX}${String(seq).padStart(12, "0")}`;
 const UNCONFIRMED = { allowUnconfirmed: true } as const;
+const log = createLog({ component: "mcp-outbox" });
+
+/** An outbox write failed: resumption may miss that message; the live stream still got it. */
+function logStorageError(err: unknown): void {
+  log.error("outbox write failed", { error: errorMessage(err) });
+}
 
 export class McpStore {
   readonly #storage: DurableObjectStorage;
@@ -48,10 +56,10 @@ export class McpStore {
   append(message: string): number {
     this.#lastSeq += 1;
     const seq = this.#lastSeq;
-    void this.#storage.put(key(seq), message, UNCONFIRMED);
+    this.#storage.put(key(seq), message, UNCONFIRMED).catch(logStorageError);
     if (seq % 100 === 0 && seq > MAX_KEPT) {
       const stale = Array.from({ length: 100 }, (_, i) => key(seq - MAX_KEPT - i));
-      void this.#storage.delete(stale, UNCONFIRMED);
+      this.#storage.delete(stale, UNCONFIRMED).catch(logStorageError);
     }
     return seq;
   }

@@ -5,7 +5,7 @@ import { type SessionToHost, TUNNEL_PROTOCOL_VERSION } from "../../../protocol/t
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { capture, fail, type Result } from "../errors.js";
-import { createLog, type Log } from "../log.js";
+import { createLog, errorMessage, type Log } from "../log.js";
 import { HostChannel } from "./host-channel.js";
 import { McpFanout } from "./mcp-fanout.js";
 import { failure, seconds } from "./outcomes.js";
@@ -258,7 +258,10 @@ export class SessionDurableObject extends DurableObject<Env> {
     const at = Math.min(...due);
     if (this.#alarmAt !== null && this.#alarmAt <= at && this.#alarmAt > Date.now()) return;
     this.#alarmAt = at;
-    void this.ctx.storage.setAlarm(at);
+    this.ctx.storage.setAlarm(at).catch((err: unknown) => {
+      this.#alarmAt = null;
+      this.log.error("could not set the alarm", { error: errorMessage(err) });
+    });
   }
 
   // ------------------------------------------------------------------ shared by the parts
@@ -310,8 +313,12 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.emit({ type: "session_ended", reason });
     if (!record.hostId) return;
     const registry = this.env.HOSTS.get(this.env.HOSTS.idFromName("global"));
-    const stopped = await registry.stopSession({ sessionId: record.sessionId, reason });
-    if (!stopped.ok) this.log.warn("the host did not confirm the stop", { error: stopped.error.message });
+    try {
+      const stopped = await registry.stopSession({ sessionId: record.sessionId, reason });
+      if (!stopped.ok) this.log.warn("the host did not confirm the stop", { error: stopped.error.message });
+    } catch (err) {
+      this.log.warn("could not ask the host to stop the droid", { error: errorMessage(err) });
+    }
   }
 
   /** Subscribes the owner's MCP session to this session's events. */
