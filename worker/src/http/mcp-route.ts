@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { McpErrorCode, rpcErrorResponse } from "../mcp/json-rpc.js";
+import { McpErrorCode, rpcErrorResponse, toResponse } from "../mcp/json-rpc.js";
 import { type AppBindings, requireCaller } from "./auth-middleware.js";
 import { checkOrigin } from "./origin.js";
-import { forward, MCP_NEW_SESSION_HEADER, MCP_SESSION_ID_HEADER } from "./principal-header.js";
+import { forward } from "./principal-header.js";
 
 const SESSION_ID = /^[0-9a-f-]{36}$/;
 
@@ -26,26 +26,38 @@ mcpRoute.use(
 
 mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
   const presented = c.req.header("mcp-session-id");
-  let sessionId: string;
-  const extra: Record<string, string> = {};
-  if (presented === undefined) {
-    if (c.req.method !== "POST") {
-      return rpcErrorResponse(
-        400,
-        McpErrorCode.invalidRequest,
-        "Bad Request: Mcp-Session-Id header is required",
-      );
-    }
-    sessionId = crypto.randomUUID();
-    extra[MCP_NEW_SESSION_HEADER] = "1";
-  } else {
-    if (!SESSION_ID.test(presented))
-      return rpcErrorResponse(404, McpErrorCode.sessionNotFound, "Session not found");
-    sessionId = presented;
+  if (presented === undefined && c.req.method !== "POST") {
+    return rpcErrorResponse(
+      400,
+      McpErrorCode.invalidRequest,
+      "Bad Request: Mcp-Session-Id header is required",
+    );
   }
-  extra[MCP_SESSION_ID_HEADER] = sessionId;
+  if (presented !== undefined && !SESSION_ID.test(presented)) {
+    return rpcErrorResponse(404, McpErrorCode.sessionNotFound, "Session not found");
+  }
+  const sessionId = presented ?? crypto.randomUUID();
   const stub = c.env.MCP_SESSIONS.get(c.env.MCP_SESSIONS.idFromName(sessionId));
-  return stub.fetch(forward(c.req.raw, c.var.caller, "/mcp", extra));
+  const principal = c.var.caller;
+  const protocolVersion = c.req.header("mcp-protocol-version") ?? null;
+  switch (c.req.method) {
+    case "POST": {
+      const reply = await stub.post({
+        principal,
+        sessionId,
+        fresh: presented === undefined,
+        contentType: c.req.header("content-type") ?? "",
+        protocolVersion,
+        body: await c.req.text(),
+      });
+      return toResponse(reply);
+    }
+    case "DELETE":
+      return toResponse(await stub.end({ principal, protocolVersion }));
+    default:
+      // The event stream is a streamed response, which only a fetch can carry.
+      return stub.fetch(forward(c.req.raw, principal, "/mcp"));
+  }
 });
 
 mcpRoute.all(

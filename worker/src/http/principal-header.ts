@@ -5,22 +5,12 @@ import type { Principal } from "../auth/tokens.js";
  * in this header. The Worker always overwrites it, so a client cannot forge it.
  */
 export const PRINCIPAL_HEADER = "x-oubliette-principal";
-/** The MCP session id the Worker routed a request to. */
-export const MCP_SESSION_ID_HEADER = "x-oubliette-mcp-session";
-/** Set when the Worker just minted that id (only an initialize request may start a session). */
-export const MCP_NEW_SESSION_HEADER = "x-oubliette-mcp-new";
 
-/** A request for a Durable Object at `path`, carrying the authenticated principal and extra headers. */
-export function forward(
-  request: Request,
-  principal: Principal,
-  path: string,
-  extraHeaders: Record<string, string> = {},
-): Request {
+/** A request for a Durable Object at `path`, carrying the authenticated principal. */
+export function forward(request: Request, principal: Principal, path: string): Request {
   const url = new URL(request.url);
   const forwarded = new Request(`https://do.internal${path}${url.search}`, request);
   forwarded.headers.set(PRINCIPAL_HEADER, JSON.stringify(principal));
-  for (const [name, value] of Object.entries(extraHeaders)) forwarded.headers.set(name, value);
   return forwarded;
 }
 

@@ -12,15 +12,34 @@ import { loggerFor, type SessionEvent } from "../../../protocol/events.js";
 import { tryParseJson } from "../../../protocol/json.js";
 import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
-import { MCP_NEW_SESSION_HEADER, MCP_SESSION_ID_HEADER, PRINCIPAL_HEADER } from "../http/principal-header.js";
+import { PRINCIPAL_HEADER } from "../http/principal-header.js";
 import { SSE_HEADERS, SseStream } from "../http/sse.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import type { PresenceChange } from "../session/types.js";
-import { McpErrorCode, RpcError, rpcErrorResponse } from "./json-rpc.js";
+import {
+  type HttpReply,
+  jsonReply,
+  McpErrorCode,
+  RpcError,
+  rpcErrorReply,
+  rpcErrorResponse,
+  toResponse,
+} from "./json-rpc.js";
 import { type McpMeta, passesLevel } from "./mcp-meta.js";
 import { handleMethod } from "./methods.js";
 import { McpStore } from "./outbox.js";
 import { isSupportedVersion, negotiateVersion } from "./protocol-version.js";
+
+/** What the Worker passes for a POST /mcp. */
+export interface McpPostInput {
+  principal: CallerPrincipal;
+  sessionId: string;
+  /** The Worker minted `sessionId` for this request (only initialize may start a session). */
+  fresh: boolean;
+  contentType: string;
+  protocolVersion: string | null;
+  body: string;
+}
 
 /** An MCP session with no stream and no requests for this long is terminated. */
 const IDLE_TTL_MS = 60 * 60_000;
@@ -51,21 +70,28 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(() => this.#store.load());
   }
 
+  /** GET: the session's event stream (a streamed response, so it stays a fetch). */
   override async fetch(request: Request): Promise<Response> {
     const parsed = CallerPrincipalSchema.safeParse(tryParseJsonOrNull(request.headers.get(PRINCIPAL_HEADER)));
-    const sessionId = request.headers.get(MCP_SESSION_ID_HEADER);
-    if (!parsed.success || !sessionId) return new Response("forbidden", { status: 403 });
-    const principal = parsed.data;
-    switch (request.method) {
-      case "POST":
-        return this.#post(request, principal, sessionId);
-      case "GET":
-        return await this.#get(request, principal);
-      case "DELETE":
-        return this.#delete(request, principal);
-      default:
-        return new Response("method not allowed", { status: 405, headers: { allow: "GET, POST, DELETE" } });
-    }
+    if (!parsed.success) return new Response("forbidden", { status: 403 });
+    if (request.method !== "GET") return new Response("method not allowed", { status: 405 });
+    return this.#get(request, parsed.data);
+  }
+
+  /** POST /mcp: one JSON-RPC message or a batch. */
+  async post(input: McpPostInput): Promise<HttpReply> {
+    return this.#post(input);
+  }
+
+  /** DELETE /mcp: the client ends the session. */
+  async end(input: { principal: CallerPrincipal; protocolVersion: string | null }): Promise<HttpReply> {
+    const meta = this.#authorized(input.principal);
+    if (!("tokenId" in meta)) return meta;
+    const badVersion = unsupportedVersion(input.protocolVersion);
+    if (badVersion) return badVersion;
+    this.#log.info("MCP session ended by the client");
+    await this.#terminate();
+    return { status: 204 };
   }
 
   /** Events from droid sessions this MCP session follows; `accepted: false` means "forget me". */
@@ -101,34 +127,33 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ POST
 
-  async #post(request: Request, principal: CallerPrincipal, sessionId: string): Promise<Response> {
-    const contentType = request.headers.get("content-type") ?? "";
-    if (!contentType.toLowerCase().includes("application/json")) {
-      return rpcErrorResponse(415, McpErrorCode.invalidRequest, "Content-Type must be application/json");
+  async #post(input: McpPostInput): Promise<HttpReply> {
+    const { principal, sessionId } = input;
+    if (!input.contentType.toLowerCase().includes("application/json")) {
+      return rpcErrorReply(415, McpErrorCode.invalidRequest, "Content-Type must be application/json");
     }
-    const body = tryParseJson(await request.text());
-    if (!body.ok) return rpcErrorResponse(400, McpErrorCode.parseError, `Parse error: ${body.error}`);
+    const body = tryParseJson(input.body);
+    if (!body.ok) return rpcErrorReply(400, McpErrorCode.parseError, `Parse error: ${body.error}`);
     const batch = Array.isArray(body.value);
     const raw: unknown[] = batch ? (body.value as unknown[]) : [body.value];
-    if (raw.length === 0) return rpcErrorResponse(400, McpErrorCode.invalidRequest, "empty batch");
+    if (raw.length === 0) return rpcErrorReply(400, McpErrorCode.invalidRequest, "empty batch");
     const messages: JSONRPCMessage[] = [];
     for (const item of raw) {
       const message = JSONRPCMessageSchema.safeParse(item);
       if (!message.success)
-        return rpcErrorResponse(400, McpErrorCode.invalidRequest, "Invalid JSON-RPC message");
+        return rpcErrorReply(400, McpErrorCode.invalidRequest, "Invalid JSON-RPC message");
       messages.push(message.data);
     }
     const init = messages.find((m) => isInitializeRequest(m));
-    const fresh = request.headers.get(MCP_NEW_SESSION_HEADER) === "1";
-    if (init && !fresh) {
-      return rpcErrorResponse(
+    if (init && !input.fresh) {
+      return rpcErrorReply(
         400,
         McpErrorCode.invalidRequest,
         "initialize must be sent without an Mcp-Session-Id",
       );
     }
-    if (!init && fresh) {
-      return rpcErrorResponse(
+    if (!init && input.fresh) {
+      return rpcErrorReply(
         400,
         McpErrorCode.invalidRequest,
         "Bad Request: Mcp-Session-Id header is required",
@@ -136,28 +161,27 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     }
     if (init) {
       if (messages.length > 1) {
-        return rpcErrorResponse(400, McpErrorCode.invalidRequest, "initialize must be sent on its own");
+        return rpcErrorReply(400, McpErrorCode.invalidRequest, "initialize must be sent on its own");
       }
       return this.#initialize(init as InitializeRequest & JSONRPCRequest, principal, sessionId);
     }
     const meta = this.#authorized(principal);
-    if (meta instanceof Response) return meta;
-    const badVersion = unsupportedVersion(request);
+    if (!("tokenId" in meta)) return meta;
+    const badVersion = unsupportedVersion(input.protocolVersion);
     if (badVersion) return badVersion;
     this.#touch(meta);
     const requests = messages.filter((m): m is JSONRPCRequest => isJSONRPCRequest(m));
-    if (requests.length === 0) return new Response(null, { status: 202 });
+    if (requests.length === 0) return { status: 202 };
     const responses = await Promise.all(requests.map((r) => this.#answer(r, meta, principal)));
-    return Response.json(batch ? responses : responses[0], { headers: { "mcp-session-id": meta.sessionId } });
+    return jsonReply(batch ? responses : responses[0], { "mcp-session-id": meta.sessionId });
   }
 
   async #initialize(
     request: InitializeRequest & JSONRPCRequest,
     principal: CallerPrincipal,
     sessionId: string,
-  ): Promise<Response> {
-    if (this.#meta)
-      return rpcErrorResponse(400, McpErrorCode.invalidRequest, "session is already initialized");
+  ): Promise<HttpReply> {
+    if (this.#meta) return rpcErrorReply(400, McpErrorCode.invalidRequest, "session is already initialized");
     const protocolVersion = negotiateVersion(request.params.protocolVersion);
     this.#meta = {
       sessionId,
@@ -182,10 +206,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       serverInfo: SERVER_INFO,
       instructions: INSTRUCTIONS,
     };
-    return Response.json(
-      { jsonrpc: "2.0", id: request.id, result },
-      { headers: { "mcp-session-id": sessionId } },
-    );
+    return jsonReply({ jsonrpc: "2.0", id: request.id, result }, { "mcp-session-id": sessionId });
   }
 
   async #answer(request: JSONRPCRequest, meta: McpMeta, principal: CallerPrincipal): Promise<unknown> {
@@ -226,9 +247,9 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       return rpcErrorResponse(406, McpErrorCode.invalidRequest, "Accept must include text/event-stream");
     }
     const meta = this.#authorized(principal);
-    if (meta instanceof Response) return meta;
-    const badVersion = unsupportedVersion(request);
-    if (badVersion) return badVersion;
+    if (!("tokenId" in meta)) return toResponse(meta);
+    const badVersion = unsupportedVersion(request.headers.get("mcp-protocol-version"));
+    if (badVersion) return toResponse(badVersion);
     this.#touch(meta);
     const lastEventId = Number.parseInt(request.headers.get("last-event-id") ?? "", 10);
     // Nothing may be delivered between reading the missed messages and installing the stream.
@@ -256,18 +277,6 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     this.#tellSessions("dropped");
   }
 
-  // ------------------------------------------------------------------ DELETE
-
-  async #delete(request: Request, principal: CallerPrincipal): Promise<Response> {
-    const meta = this.#authorized(principal);
-    if (meta instanceof Response) return meta;
-    const badVersion = unsupportedVersion(request);
-    if (badVersion) return badVersion;
-    this.#log.info("MCP session ended by the client");
-    await this.#terminate();
-    return new Response(null, { status: 204 });
-  }
-
   async #terminate(): Promise<void> {
     const meta = this.#meta;
     if (!meta) return;
@@ -282,11 +291,11 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ helpers
 
-  #authorized(principal: CallerPrincipal): McpMeta | Response {
+  #authorized(principal: CallerPrincipal): McpMeta | HttpReply {
     const meta = this.#meta;
     // A session of another token is reported exactly like an unknown one.
     if (!meta || meta.tokenId !== principal.tokenId) {
-      return rpcErrorResponse(404, McpErrorCode.sessionNotFound, "Session not found");
+      return rpcErrorReply(404, McpErrorCode.sessionNotFound, "Session not found");
     }
     return meta;
   }
@@ -319,10 +328,9 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 }
 
 /** 400 for an MCP-Protocol-Version we do not speak (the transport spec requires it on every request). */
-function unsupportedVersion(request: Request): Response | null {
-  const version = request.headers.get("mcp-protocol-version");
+function unsupportedVersion(version: string | null): HttpReply | null {
   if (version === null || isSupportedVersion(version)) return null;
-  return rpcErrorResponse(400, McpErrorCode.invalidRequest, `Unsupported MCP-Protocol-Version: ${version}`);
+  return rpcErrorReply(400, McpErrorCode.invalidRequest, `Unsupported MCP-Protocol-Version: ${version}`);
 }
 
 function tryParseJsonOrNull(text: string | null): unknown {
