@@ -34,6 +34,8 @@ export const WORKERS_TEST_VARS = {
 
 export default defineConfig({
   test: {
+    // The Durable Objects and processes log a JSON line per event; show logs of failing tests only.
+    silent: "passed-only",
     projects: [
       {
         test: {
@@ -54,8 +56,6 @@ export default defineConfig({
           name: "workers",
           include: ["test/workers/**/*.test.ts"],
           sequence: { groupOrder: 1 },
-          // The Durable Objects log a JSON line per event; show them only for failing tests.
-          silent: "passed-only",
         },
       },
       {

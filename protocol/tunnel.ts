@@ -47,8 +47,6 @@ export const RuntimeKindSchema = z.enum(["docker", "process"]);
 export type RuntimeKind = z.infer<typeof RuntimeKindSchema>;
 
 export const SessionSpecSchema = z.object({
-  /** First message for the droid, delivered like any later message. */
-  prompt: z.string().optional(),
   image: z.string().optional(),
   env: z.record(z.string().regex(/^[A-Z_][A-Z0-9_]*$/), z.string()).optional(),
 });

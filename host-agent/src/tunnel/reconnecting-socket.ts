@@ -74,11 +74,6 @@ export class ReconnectingSocket {
     return true;
   }
 
-  /** Drops the current connection on purpose (tests, or a peer that misbehaves); it reconnects. */
-  drop(): void {
-    this.#ws?.terminate();
-  }
-
   close(): void {
     this.#closed = true;
     clearTimeout(this.#retryTimer);

@@ -88,11 +88,6 @@ export class SessionTunnel {
     return this.#ready;
   }
 
-  /** Drops the connection (it reconnects by itself); for tests of resumption. */
-  dropConnection(): void {
-    this.#socket.drop();
-  }
-
   /** Relays one caller tool call; resolves with its outcome, however many reconnects it takes. */
   callerTool(tool: string, args: JsonObject): Promise<CallerToolOutcome> {
     return new Promise((resolve) => {

@@ -349,10 +349,6 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.host.send({ type: "caller_tool_result", call_id: call.callId, outcome });
   }
 
-  sendToHost(frame: SessionToHost): void {
-    this.host.send(frame);
-  }
-
   welcomeFrame(): SessionToHost {
     return {
       type: "session_welcome",
