@@ -138,6 +138,11 @@ let stopping = false;
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
+  // Stopping containers needs the Docker Engine; if it is gone, do not hang on it forever.
+  setTimeout(() => {
+    logger.error("sessions did not stop within 20 s; exiting anyway");
+    process.exit(code === 0 ? 1 : code);
+  }, 20_000).unref();
   control.close();
   await sessions.stopAll("the host-agent is shutting down");
   logger.info("host-agent stopped");
