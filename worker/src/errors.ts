@@ -2,26 +2,8 @@
  * Typed errors with codes. Handlers throw `AppError`; the HTTP layer maps `status`, the MCP layer
  * turns it into an `isError` tool result (tool failures) or a JSON-RPC error (protocol faults).
  */
-export const ErrorCode = {
-  badRequest: "bad_request",
-  invalidArguments: "invalid_arguments",
-  unauthorized: "unauthorized",
-  forbidden: "forbidden",
-  notFound: "not_found",
-  conflict: "conflict",
-  noHost: "no_host",
-  hostError: "host_error",
-  sessionEnded: "session_ended",
-  unknownRequest: "unknown_request",
-  alreadyAnswered: "already_answered",
-  requestExpired: "request_expired",
-  notOwner: "not_owner",
-  config: "config_error",
-  internal: "internal",
-} as const;
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
-
-const STATUS: Record<ErrorCode, number> = {
+/** Every error code, with the HTTP status it maps to (the one list of codes). */
+const STATUS = {
   bad_request: 400,
   invalid_arguments: 400,
   unauthorized: 401,
@@ -37,7 +19,8 @@ const STATUS: Record<ErrorCode, number> = {
   not_owner: 403,
   config_error: 500,
   internal: 500,
-};
+} as const;
+export type ErrorCode = keyof typeof STATUS;
 
 export class AppError extends Error {
   readonly code: ErrorCode;

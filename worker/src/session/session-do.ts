@@ -74,10 +74,6 @@ export class SessionDurableObject extends DurableObject<Env> {
     return this.#record;
   }
 
-  get exists(): boolean {
-    return this.#record !== null;
-  }
-
   save(): void {
     this.store.saveRecord(this.record);
   }
