@@ -10,13 +10,11 @@ const lock = `${root}package-lock.json`;
 
 const stale = !existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs;
 if (stale) {
-  // `npm install` with the committed lockfile installs exactly the locked versions. Not `npm ci`:
-  // it refuses a lockfile that lacks any platform's optional package, and the registry mirror
-  // these machines use does not carry every platform build of every tool (e.g. Biome's).
-  process.stderr.write("oubliette: installing npm dependencies (npm install, from package-lock.json)...\n");
-  const r = spawnSync("npm", ["install", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
+  // `npm ci` installs exactly the committed lockfile (the deploy path uses it too).
+  process.stderr.write("oubliette: installing npm dependencies (npm ci, from package-lock.json)...\n");
+  const r = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
   if (r.status !== 0) {
-    process.stderr.write("oubliette: npm install failed; see the output above\n");
+    process.stderr.write("oubliette: npm ci failed; see the output above\n");
     process.exit(r.status ?? 1);
   }
 }
