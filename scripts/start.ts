@@ -2,90 +2,158 @@
  * `npm start`: the whole product on this machine. Starts the Worker under `wrangler dev` and a
  * host-agent connected to it (Docker when an engine is reachable, otherwise local processes),
  * then prints the MCP URL, the admin token and how to add it to an MCP client.
- * State and tokens persist under .oubliette/dev (tokens also in .dev.vars for plain wrangler dev).
+ *
+ * Every way out — Ctrl-C, SIGTERM, SIGHUP, a failure at any step, wrangler dying, the host-agent
+ * failing for good — prints at most one line and stops every process it started (each child runs
+ * in its own process group and is stopped as a group). OUBLIETTE_DEBUG=1 adds stack traces.
  */
-import { existsSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir } from "node:fs/promises";
+import { stop as stopEsbuild } from "esbuild";
 import { buildAll, repoRoot } from "./build.js";
 import { ensureDockerEngine, isDockerReachable } from "./docker/engine.js";
 import { ensureDroidImage } from "./docker/images.js";
+import { readDevVars } from "./stack/dev-vars.js";
+import type { HostAgent } from "./stack/host-agent-process.js";
+import { localHostId } from "./stack/host-id.js";
 import { LocalStack } from "./stack/local-stack.js";
-import { newToken } from "./stack/tokens.js";
+import { PortInUseError } from "./stack/port.js";
+import { describeExit, killGroupsNow } from "./stack/process-group.js";
+import { choosePort, readStartSettings } from "./stack/start-settings.js";
+import { Supervisor } from "./stack/supervisor.js";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
-const DEV_VARS = join(repoRoot, ".dev.vars");
+const complain = (line: string) => process.stderr.write(`${line}\n`);
 
-/** Reads the dev tokens from .dev.vars, creating them on first run. */
-async function devTokens(): Promise<{ admin: string; host: string }> {
-  const text = existsSync(DEV_VARS) ? await readFile(DEV_VARS, "utf8") : "";
-  const read = (name: string) => new RegExp(`^${name}=(.+)$`, "m").exec(text)?.[1]?.trim();
-  const admin = read("OUBLIETTE_ADMIN_TOKEN") ?? newToken();
-  const host = read("OUBLIETTE_HOST_TOKEN") ?? newToken();
-  if (!read("OUBLIETTE_ADMIN_TOKEN") || !read("OUBLIETTE_HOST_TOKEN")) {
-    const kept = text.split("\n").filter((l) => l.trim() && !/^OUBLIETTE_(ADMIN|HOST)_TOKEN=/.test(l));
-    const lines = [...kept, `OUBLIETTE_ADMIN_TOKEN=${admin}`, `OUBLIETTE_HOST_TOKEN=${host}`];
-    await writeFile(DEV_VARS, `${lines.join("\n")}\n`, { mode: 0o600 });
-  }
-  return { admin, host };
-}
+const stopping = new AbortController();
+let stack: LocalStack | undefined;
+let supervisor: Supervisor<HostAgent> | undefined;
+let shuttingDown = false;
+let started: Promise<void> | undefined;
 
-async function main(): Promise<void> {
+/** Starts everything; `stack` and `supervisor` are set as soon as they exist. */
+async function main(signal: AbortSignal): Promise<void> {
+  const settings = readStartSettings(process.env, repoRoot);
+  // Before the slow steps, so that a busy PORT is refused at once.
+  const { port, moved } = await choosePort(settings.port);
   say("oubliette: building the host-agent, container-client and scripted droid");
   const bundles = await buildAll();
-  const tokens = await devTokens();
+  // esbuild keeps a service process for more builds; there are none, and it must not linger.
+  await stopEsbuild();
+  signal.throwIfAborted();
+  await mkdir(settings.stateDir, { recursive: true });
+  const devVars = await readDevVars(settings.devVarsFile);
   let image: string | undefined;
-  if (await isDockerReachable()) {
+  const useDocker =
+    settings.runtime === "docker" || (settings.runtime === "auto" && (await isDockerReachable()));
+  if (useDocker) {
     const engine = await ensureDockerEngine({ install: false });
     image = await ensureDroidImage(engine.docker, bundles, (line) => say(`oubliette: ${line}`));
-  } else {
+  } else if (settings.runtime === "auto") {
     say("oubliette: no Docker Engine is reachable; droids will run as local processes (no isolation)");
   }
-  const port = Number(process.env.PORT ?? 8787);
-  const stack = await LocalStack.start({
-    dir: join(repoRoot, ".oubliette", "dev"),
+  signal.throwIfAborted();
+  if (moved) say(`oubliette: ${moved}`);
+  stack = await LocalStack.start({
+    dir: settings.stateDir,
     port,
-    adminToken: tokens.admin,
-    hostToken: tokens.host,
-    vars: process.env.OUBLIETTE_ALLOWED_ORIGINS
-      ? { OUBLIETTE_ALLOWED_ORIGINS: process.env.OUBLIETTE_ALLOWED_ORIGINS }
-      : {},
+    adminToken: devVars.admin,
+    hostToken: devVars.host,
+    // What plain `wrangler dev` would read from .dev.vars, then what the environment says.
+    vars: { ...devVars.vars, ...settings.vars },
+    signal,
   });
-  const host = await stack.addHost({ runtime: image ? "docker" : "process", image, hostId: "local" });
-  const mcpUrl = stack.mcpUrl.toString();
+  const running = stack;
+  void running.worker.exited.then((exit) =>
+    shutdown(1, `oubliette: wrangler dev exited (${describeExit(exit)}); see ${running.worker.logFile}`),
+  );
+  const host = await running.addHost({
+    runtime: image ? "docker" : "process",
+    image,
+    hostId: localHostId(settings.stateDir),
+    signal,
+  });
+  let latest = host;
+  supervisor = new Supervisor({
+    name: `host-agent ${host.hostId}`,
+    logFile: host.logFile,
+    first: host,
+    restart: async (abort) => {
+      latest = await running.restartHost(latest, abort);
+      return latest;
+    },
+    report: complain,
+    onGiveUp: (line) => void shutdown(1, line),
+  });
+  printBanner(running, host, devVars.admin, image);
+}
+
+/** The one output that shows a secret, on purpose: the user needs the admin token for a client. */
+function printBanner(running: LocalStack, host: HostAgent, adminToken: string, image?: string): void {
+  const mcpUrl = running.mcpUrl.toString();
   say();
   say("Oubliette Edge is running.");
   say();
   say(`  MCP URL:      ${mcpUrl}`);
-  say(`  Admin token:  ${tokens.admin}`);
+  say(`  Admin token:  ${adminToken}`);
   say(`  Host-agent:   ${host.hostId} (${image ? `Docker, image ${image}` : "local processes"})`);
-  say(`  Logs:         ${stack.worker.logFile}, ${host.logFile}`);
+  say(`  Logs:         ${running.worker.logFile}, ${host.logFile}`);
   say();
   say("Add it to an MCP client:");
+  say(`  claude mcp add --transport http oubliette ${mcpUrl} --header "Authorization: Bearer ${adminToken}"`);
   say(
-    `  claude mcp add --transport http oubliette ${mcpUrl} --header "Authorization: Bearer ${tokens.admin}"`,
-  );
-  say(
-    `  or in a client's JSON config: {"url": "${mcpUrl}", "headers": {"Authorization": "Bearer ${tokens.admin}"}}`,
+    `  or in a client's JSON config: {"url": "${mcpUrl}", "headers": {"Authorization": "Bearer ${adminToken}"}}`,
   );
   say();
   say("Press Ctrl-C to stop.");
-
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    say("\noubliette: stopping");
-    await stack.stop();
-    process.exit(0);
-  };
-  process.on("SIGINT", () => void stop());
-  process.on("SIGTERM", () => void stop());
-  stack.worker.process.once("exit", (code) => {
-    if (stopping) return;
-    process.stderr.write(`oubliette: wrangler dev exited (${code}); see ${stack.worker.logFile}\n`);
-    void stop();
-  });
 }
 
-await main();
+/** Stops everything that was started, then exits with `code`; `line` is said first. */
+async function shutdown(code: number, line?: string): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  if (line) (code === 0 ? say : complain)(line);
+  stopping.abort();
+  // A start in progress stops what it has begun before it rejects.
+  await started?.catch(() => {});
+  await supervisor?.stop().catch(report);
+  await stack?.stop().catch(report);
+  process.exit(code);
+}
+
+/** One line for an error (its stack only with OUBLIETTE_DEBUG). */
+function report(err: unknown): void {
+  complain(`oubliette: ${errorLine(err)}`);
+  if (process.env.OUBLIETTE_DEBUG && err instanceof Error && err.stack) complain(err.stack);
+}
+
+function errorLine(err: unknown): string {
+  if (err instanceof PortInUseError) return `${err.message}; set PORT to a free port`;
+  const message = err instanceof Error ? err.message : String(err);
+  return (message.split("\n").find((l) => l.trim()) ?? "failed").trim().replace(/^oubliette: /, "");
+}
+
+function fail(err: unknown): void {
+  if (shuttingDown) {
+    // Already stopping (the abort of a start in progress lands here): nothing new to say.
+    if (process.env.OUBLIETTE_DEBUG) report(err);
+    return;
+  }
+  report(err);
+  void shutdown(1);
+}
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(signal, () => {
+    if (!shuttingDown) return void shutdown(0, "\noubliette: stopping");
+    // A second signal while stopping: stop waiting for graceful exits.
+    killGroupsNow();
+    process.exit(1);
+  });
+}
+process.on("uncaughtException", fail);
+process.on("unhandledRejection", fail);
+// The last resort if this process exits any other way: no child may outlive it.
+process.on("exit", killGroupsNow);
+
+started = main(stopping.signal);
+started.catch(fail);

@@ -1,10 +1,16 @@
 /**
  * Starts a host-agent (the built bundle) as a child process and waits until it has registered
- * with the Worker.
+ * with the Worker. The host token goes in the environment (OUBLIETTE_HOST_TOKEN), never in argv,
+ * which every local user can read. The agent leads its own process group, so that droids it runs
+ * as local processes stop with it.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { stopChild } from "./stop-child.js";
+import { LogLines } from "./log-lines.js";
+import { describeExit, type ExitInfo, exitOf, spawnGroup, stopGroup } from "./process-group.js";
+
+/** Longer than the host-agent's own 20 s limit for stopping its sessions, so it can finish. */
+const STOP_GRACE_MS = 25_000;
 
 export interface HostAgentOptions {
   bundle: string;
@@ -20,12 +26,16 @@ export interface HostAgentOptions {
   reconnectMaxMs?: number;
   extraEnv?: Record<string, string>;
   readyTimeoutMs?: number;
+  /** Aborting stops the agent and rejects the start. */
+  signal?: AbortSignal;
 }
 
 export interface HostAgent {
   process: ChildProcess;
   hostId: string;
   logFile: string;
+  /** Settles when the agent exits, for whatever reason. */
+  exited: Promise<ExitInfo>;
   /** Resolves when a log line matching `pattern` appears (lines seen so far included). */
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
   stop(): Promise<void>;
@@ -33,6 +43,7 @@ export interface HostAgent {
 
 /** Starts a host-agent and resolves once it is registered with the Worker. */
 export async function startHostAgent(options: HostAgentOptions): Promise<HostAgent> {
+  options.signal?.throwIfAborted();
   const args = [
     options.bundle,
     "--worker-url",
@@ -47,63 +58,44 @@ export async function startHostAgent(options: HostAgentOptions): Promise<HostAge
   if (options.image) args.push("--image", options.image);
   if (options.heartbeatMs) args.push("--heartbeat-ms", String(options.heartbeatMs));
   if (options.reconnectMaxMs) args.push("--reconnect-max-ms", String(options.reconnectMaxMs));
-  const child = spawn(process.execPath, args, {
+  const child = spawnGroup(process.execPath, args, {
     env: { ...process.env, ...options.extraEnv, OUBLIETTE_HOST_TOKEN: options.hostToken },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const log = createWriteStream(options.logFile, { flags: "a" });
-  const lines: string[] = [];
-  const waiters = new Set<{ pattern: RegExp; resolve(line: string): void }>();
-  let partial = "";
+  const lines = new LogLines(`host-agent ${options.hostId}`, options.logFile);
   child.stdout?.on("data", (chunk: Buffer) => {
     log.write(chunk);
-    const parts = (partial + chunk.toString()).split("\n");
-    partial = parts.pop() ?? "";
-    for (const line of parts) {
-      if (lines.length < 50_000) lines.push(line);
-      for (const w of waiters) {
-        if (w.pattern.test(line)) {
-          waiters.delete(w);
-          w.resolve(line);
-        }
-      }
-    }
+    lines.feed(chunk);
   });
   child.stderr?.pipe(log);
-  const waitForLog = (pattern: RegExp, timeoutMs = 30_000) => {
-    const seen = lines.find((l) => pattern.test(l));
-    if (seen) return Promise.resolve(seen);
-    return new Promise<string>((resolve, reject) => {
-      const waiter = {
-        pattern,
-        resolve: (line: string) => {
-          clearTimeout(timer);
-          resolve(line);
-        },
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(
-          new Error(
-            `host-agent ${options.hostId}: no log line matching ${pattern} within ${timeoutMs} ms; see ${options.logFile}`,
-          ),
-        );
-      }, timeoutMs);
-      waiters.add(waiter);
-    });
-  };
-  const exited = new Promise<never>((_, reject) =>
-    child.once("exit", (code) =>
-      reject(new Error(`host-agent exited with code ${code}; see ${options.logFile}`)),
-    ),
-  );
-  exited.catch(() => {});
-  await Promise.race([waitForLog(/registered with the Worker/, options.readyTimeoutMs ?? 30_000), exited]);
+  const exited = exitOf(child);
+  const stop = () => stopGroup(child, STOP_GRACE_MS);
+  const exitedEarly = exited.then((exit) => {
+    throw new Error(
+      `host-agent ${options.hostId} exited (${describeExit(exit)}) before it registered; see ${options.logFile}`,
+    );
+  });
+  // Ends the wait for the registration line however the start ends (no timer left behind).
+  const waiting = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, waiting.signal]) : waiting.signal;
+  try {
+    await Promise.race([
+      lines.waitFor(/registered with the Worker/, options.readyTimeoutMs ?? 30_000, signal),
+      exitedEarly,
+    ]);
+  } catch (err) {
+    await stop();
+    throw err;
+  } finally {
+    waiting.abort();
+  }
   return {
     process: child,
     hostId: options.hostId,
     logFile: options.logFile,
-    waitForLog,
-    stop: () => stopChild(child, 10_000),
+    exited,
+    waitForLog: (pattern, timeoutMs) => lines.waitFor(pattern, timeoutMs),
+    stop,
   };
 }

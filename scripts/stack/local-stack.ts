@@ -6,9 +6,9 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { bundles, repoRoot } from "../build.js";
-import { type HostAgent, startHostAgent } from "./host-agent-process.js";
+import { type HostAgent, type HostAgentOptions, startHostAgent } from "./host-agent-process.js";
 import { newToken, sha256Hex } from "./tokens.js";
-import { startWranglerDev, type WranglerDev } from "./wrangler-dev.js";
+import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from "./wrangler-dev.js";
 
 export interface LocalStackOptions {
   /** State directory; a fresh temporary one (removed on stop) when absent. */
@@ -19,6 +19,8 @@ export interface LocalStackOptions {
   /** Extra caller tokens by id (known to the Worker only by their hashes), scope admin. */
   extraTokens?: string[];
   vars?: Record<string, string>;
+  /** Aborting stops what has started and rejects the start. */
+  signal?: AbortSignal;
 }
 
 export interface HostOptions {
@@ -29,20 +31,40 @@ export interface HostOptions {
   hostId?: string;
   heartbeatMs?: number;
   reconnectMaxMs?: number;
+  /** Most sessions the host runs at once (default: the host-agent's). */
+  maxSessions?: number;
+  /** More environment for the host-agent (settings that have an environment variable). */
+  extraEnv?: Record<string, string>;
+  /** Aborting stops the host-agent and rejects the start. */
+  signal?: AbortSignal;
 }
 
 export class LocalStack {
   readonly hosts: HostAgent[] = [];
   #hostCount = 0;
+  /** How each host-agent was started, to start it again the same way. */
+  readonly #hostOptions = new WeakMap<HostAgent, HostAgentOptions>();
+
+  #worker: WranglerDev;
+  readonly #workerOptions: WranglerDevOptions;
 
   private constructor(
-    readonly worker: WranglerDev,
+    worker: WranglerDev,
+    workerOptions: WranglerDevOptions,
     readonly dir: string,
     readonly adminToken: string,
     readonly hostToken: string,
     readonly extraTokens: Record<string, string>,
     private readonly temporary: boolean,
-  ) {}
+  ) {
+    this.#worker = worker;
+    this.#workerOptions = workerOptions;
+  }
+
+  /** The Worker under wrangler dev (a new one after `restartWorker`). */
+  get worker(): WranglerDev {
+    return this.#worker;
+  }
 
   static async start(options: LocalStackOptions = {}): Promise<LocalStack> {
     const dir = options.dir ?? (await mkdtemp(join(tmpdir(), "oubliette-")));
@@ -55,19 +77,36 @@ export class LocalStack {
       sha256: sha256Hex(token),
       scopes: ["admin"],
     }));
-    const worker = await startWranglerDev({
+    const workerOptions: WranglerDevOptions = {
       repoRoot,
       port: options.port,
       persistTo: join(dir, "state"),
       logFile: join(dir, "worker.log"),
+      envFile: join(dir, "worker.env"),
       vars: {
         OUBLIETTE_ADMIN_TOKEN: adminToken,
         OUBLIETTE_HOST_TOKEN: hostToken,
         ...(staticTokens.length ? { OUBLIETTE_STATIC_TOKENS: JSON.stringify(staticTokens) } : {}),
         ...options.vars,
       },
-    });
-    return new LocalStack(worker, dir, adminToken, hostToken, extraTokens, options.dir === undefined);
+    };
+    const worker = await startWranglerDev({ ...workerOptions, signal: options.signal }).catch(
+      async (err: unknown) => {
+        if (options.dir === undefined && !process.env.OUBLIETTE_KEEP_STATE)
+          await rm(dir, { recursive: true, force: true });
+        throw err;
+      },
+    );
+    const port = Number(new URL(worker.url).port);
+    return new LocalStack(
+      worker,
+      { ...workerOptions, port },
+      dir,
+      adminToken,
+      hostToken,
+      extraTokens,
+      options.dir === undefined,
+    );
   }
 
   get url(): string {
@@ -84,7 +123,7 @@ export class LocalStack {
     // Unique per stack: a host-agent removes its host id's leftover containers at start-up, so two
     // stacks sharing one Docker Engine must never share a host id.
     const hostId = options.hostId ?? `${basename(this.dir)}-host-${this.#hostCount}`;
-    const host = await startHostAgent({
+    const hostOptions: HostAgentOptions = {
       bundle: bundles.hostAgent,
       workerUrl: options.workerUrl ?? this.worker.url,
       hostToken: this.hostToken,
@@ -95,14 +134,43 @@ export class LocalStack {
       logFile: join(this.dir, `${hostId}.log`),
       heartbeatMs: options.heartbeatMs,
       reconnectMaxMs: options.reconnectMaxMs,
-    });
+      extraEnv: {
+        ...options.extraEnv,
+        ...(options.maxSessions === undefined ? {} : { OUBLIETTE_MAX_SESSIONS: String(options.maxSessions) }),
+      },
+    };
+    const host = await startHostAgent({ ...hostOptions, signal: options.signal });
+    this.#hostOptions.set(host, hostOptions);
     this.hosts.push(host);
     return host;
   }
 
+  /**
+   * Starts `host` again (same host id, socket directory and log file) after it exited, so that
+   * the new agent finds its sessions' containers; it replaces `host` in `hosts`.
+   */
+  async restartHost(host: HostAgent, signal?: AbortSignal): Promise<HostAgent> {
+    const hostOptions = this.#hostOptions.get(host);
+    if (!hostOptions) throw new Error(`host-agent ${host.hostId} was not started by this stack`);
+    await host.stop();
+    const next = await startHostAgent({ ...hostOptions, signal });
+    this.#hostOptions.set(next, hostOptions);
+    const index = this.hosts.indexOf(host);
+    if (index >= 0) this.hosts[index] = next;
+    else this.hosts.push(next);
+    return next;
+  }
+
+  /** Stops the Worker and starts it again on the same port with the same state (a Worker restart). */
+  async restartWorker(): Promise<WranglerDev> {
+    await this.#worker.stop();
+    this.#worker = await startWranglerDev(this.#workerOptions);
+    return this.#worker;
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.hosts.map((h) => h.stop()));
-    await this.worker.stop();
+    await this.#worker.stop();
     if (this.temporary && !process.env.OUBLIETTE_KEEP_STATE)
       await rm(this.dir, { recursive: true, force: true });
   }

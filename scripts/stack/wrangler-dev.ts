@@ -1,43 +1,65 @@
 /**
- * Starts the Worker under `wrangler dev` (workerd via Miniflare) as a child process and waits for
- * its "Ready on" line. Used by `npm start`, the end-to-end tests and the benchmark.
+ * Starts the Worker under `wrangler dev` (workerd via Miniflare) as a child process and waits
+ * until it serves requests. Used by `npm start`, the end-to-end tests and the benchmark.
+ *
+ * - The Worker's variables (tokens among them) go through a 0600 `--env-file`, never argv.
+ * - Each start gets a random instance nonce (OUBLIETTE_INSTANCE_ID) and is ready only when
+ *   /healthz answers with it, so a port another server already serves is never taken for ours.
+ * - wrangler runs in its own process group and is stopped as a group, workerd included.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
-import { stopChild } from "./stop-child.js";
+import { writeEnvFile } from "./env-file.js";
+import { freePort, isPortFree, PortInUseError } from "./port.js";
+import { describeExit, type ExitInfo, exitOf, spawnGroup, stopGroup } from "./process-group.js";
+import { waitForInstance } from "./readiness.js";
 
 const require = createRequire(import.meta.url);
 
 export interface WranglerDevOptions {
   repoRoot: string;
-  /** 0 picks a free port. */
+  /** 0 or absent picks a free port; a port in use is refused (PortInUseError). */
   port?: number;
   /** Where Durable Object state is kept between runs. */
   persistTo: string;
-  /** Worker variables (`--var NAME:VALUE`); secrets for tests only, `.dev.vars` otherwise. */
+  /** Worker variables and secrets, written to `envFile` (mode 0600). */
   vars?: Record<string, string>;
+  /** Where the variables are written for wrangler; removed on stop. */
+  envFile: string;
   /** File that receives wrangler's output (the Worker's JSON logs among it). */
   logFile: string;
   readyTimeoutMs?: number;
+  /** Aborting stops wrangler and rejects the start. */
+  signal?: AbortSignal;
 }
 
 export interface WranglerDev {
   url: string;
   process: ChildProcess;
+  /** The nonce the Worker answers /healthz with. */
+  instanceId: string;
   logFile: string;
+  /** Settles when wrangler exits, for whatever reason. */
+  exited: Promise<ExitInfo>;
   stop(): Promise<void>;
 }
 
-/** Starts `wrangler dev` and resolves once it serves requests. */
+/** workerd may ignore SIGTERM; it gets SIGKILL this long after. */
+const STOP_GRACE_MS = 5_000;
+
+/** Starts `wrangler dev` and resolves once this instance serves requests. */
 export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
+  options.signal?.throwIfAborted();
   await mkdir(dirname(options.logFile), { recursive: true });
-  const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
-  // The port is chosen here and readiness is a /healthz answer: no parsing of wrangler's output.
   const port = options.port || (await freePort());
+  if (options.port && !(await isPortFree(port))) throw new PortInUseError(port);
+  const instanceId = randomBytes(16).toString("hex");
+  await writeEnvFile(options.envFile, { ...options.vars, OUBLIETTE_INSTANCE_ID: instanceId });
+  const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
   const args = [
     wrangler,
     "dev",
@@ -49,52 +71,49 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
     "0",
     "--persist-to",
     options.persistTo,
+    "--env-file",
+    options.envFile,
     "--show-interactive-dev-session=false",
   ];
-  for (const [name, value] of Object.entries(options.vars ?? {})) args.push("--var", `${name}:${value}`);
-  const child = spawn(process.execPath, args, {
+  const child = spawnGroup(process.execPath, args, {
     cwd: options.repoRoot,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1", FORCE_COLOR: "0" },
+    env: {
+      ...process.env,
+      WRANGLER_SEND_METRICS: "false",
+      CI: "1",
+      NO_COLOR: "1",
+      FORCE_COLOR: "0",
+      // Bindings come from the env file alone: never the whole environment, never .dev.vars.
+      CLOUDFLARE_INCLUDE_PROCESS_ENV: "false",
+      CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const log = createWriteStream(options.logFile, { flags: "a" });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntilServing(url, child, options);
-  return { url, process: child, logFile: options.logFile, stop: () => stopChild(child, 5_000) };
-}
-
-/** A TCP port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("could not pick a free port");
-  return address.port;
-}
-
-/** Polls /healthz until the Worker answers; fails if wrangler exits or the timeout passes. */
-async function waitUntilServing(
-  url: string,
-  child: ChildProcess,
-  options: WranglerDevOptions,
-): Promise<void> {
-  const timeoutMs = options.readyTimeoutMs ?? 60_000;
-  const deadline = Date.now() + timeoutMs;
-  let exited: number | null | undefined;
-  child.once("exit", (code) => {
-    exited = code;
+  const exited = exitOf(child);
+  let exit: ExitInfo | undefined;
+  void exited.then((info) => {
+    exit = info;
   });
-  while (Date.now() < deadline) {
-    if (exited !== undefined)
-      throw new Error(`wrangler dev exited with code ${exited}; see ${options.logFile}`);
-    const ok = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) })
-      .then((res) => res.ok)
-      .catch(() => false);
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  const stop = async () => {
+    await stopGroup(child, STOP_GRACE_MS);
+    await rm(options.envFile, { force: true });
+  };
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForInstance(url, instanceId, {
+      timeoutMs: options.readyTimeoutMs ?? 60_000,
+      signal: options.signal,
+      logFile: options.logFile,
+      failed: () =>
+        exit &&
+        new Error(`wrangler dev exited (${describeExit(exit)}) before it was ready; see ${options.logFile}`),
+    });
+  } catch (err) {
+    await stop();
+    throw err;
   }
-  throw new Error(`wrangler dev was not ready within ${timeoutMs} ms; see ${options.logFile}`);
+  return { url, process: child, instanceId, logFile: options.logFile, exited, stop };
 }
