@@ -1,8 +1,10 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { z } from "zod";
 import { AppError } from "./errors.js";
 import type { AppBindings } from "./http/auth-middleware.js";
 import { mcpRoute } from "./http/mcp-route.js";
+import { checkHost } from "./http/origin.js";
 import { sessionRoutes, tunnelRoutes } from "./http/session-routes.js";
 import { createLog, errorMessage } from "./log.js";
 
@@ -11,7 +13,15 @@ const log = createLog({ component: "worker" });
 /** The Worker's HTTP surface. */
 export const app = new Hono<AppBindings>();
 
-app.get("/healthz", (c) => c.json({ ok: true }));
+// The nonce lets `npm start` tell the Worker it just started from any other server on the port.
+const HealthEnvSchema = z.object({ OUBLIETTE_INSTANCE_ID: z.string().min(1).optional() });
+app.get("/healthz", (c) => {
+  const instance = HealthEnvSchema.safeParse(c.env).data?.OUBLIETTE_INSTANCE_ID;
+  return c.json(instance === undefined ? { ok: true } : { ok: true, instance });
+});
+// DNS-rebinding guard on every caller and host route, before anything else looks at the request.
+app.use("/mcp/*", checkHost);
+app.use("/v1/*", checkHost);
 app.route("/mcp", mcpRoute);
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/tunnel", tunnelRoutes);

@@ -1,9 +1,10 @@
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import { forward } from "../auth/principal-header.js";
 import { McpErrorCode, rpcErrorResponse, toResponse } from "../mcp/json-rpc.js";
 import { type AppBindings, requireCaller } from "./auth-middleware.js";
+import { mcpCors } from "./cors.js";
 import { checkOrigin } from "./origin.js";
-import { forward } from "./principal-header.js";
+import { readCappedBody } from "./read-body.js";
 
 const SESSION_ID = /^[0-9a-f-]{36}$/;
 
@@ -13,18 +14,19 @@ export const mcpRoute = new Hono<AppBindings>();
 /** Largest JSON-RPC body accepted on /mcp. */
 export const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
 
-mcpRoute.use(
-  "*",
-  checkOrigin,
-  requireCaller,
-  bodyLimit({
-    maxSize: MAX_MCP_BODY_BYTES,
-    onError: () =>
-      rpcErrorResponse(413, McpErrorCode.invalidRequest, `request body exceeds ${MAX_MCP_BODY_BYTES} bytes`),
-  }),
-);
+// CORS sits before auth so that preflights (which carry no credentials) are answered.
+mcpRoute.use("*", checkOrigin, mcpCors, requireCaller);
 
 mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
+  // Read the body before any answer, so that no answer leaves it half read (see read-body.ts).
+  const body = c.req.method === "POST" ? await readCappedBody(c.req.raw, MAX_MCP_BODY_BYTES) : null;
+  if (body?.ok === false) {
+    return rpcErrorResponse(
+      413,
+      McpErrorCode.invalidRequest,
+      `request body exceeds ${MAX_MCP_BODY_BYTES} bytes (the limit of a JSON-RPC message on /mcp)`,
+    );
+  }
   const presented = c.req.header("mcp-session-id");
   if (presented === undefined && c.req.method !== "POST") {
     return rpcErrorResponse(
@@ -48,7 +50,7 @@ mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
         fresh: presented === undefined,
         contentType: c.req.header("content-type") ?? "",
         protocolVersion,
-        body: await c.req.text(),
+        body: body?.text ?? "",
       });
       return toResponse(reply);
     }

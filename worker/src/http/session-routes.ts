@@ -1,9 +1,10 @@
 import { Hono } from "hono";
+import { SESSION_ID_PATTERN } from "../../../protocol/ids.js";
+import { forward } from "../auth/principal-header.js";
 import { type AppBindings, requireCaller, requireHost } from "./auth-middleware.js";
 import { checkOrigin } from "./origin.js";
-import { forward } from "./principal-header.js";
 
-const SESSION_ID = /^ses_[0-9a-f]{24}$/;
+const SESSION_ID = SESSION_ID_PATTERN;
 
 function notFound(): Response {
   return Response.json({ error: { code: "not_found", message: "session not found" } }, { status: 404 });
