@@ -30,6 +30,13 @@ export const WORKERS_TEST_VARS = {
   OUBLIETTE_CALLER_GRACE_MS: "500",
   OUBLIETTE_KEEPALIVE_MS: "1000",
   OUBLIETTE_ALLOWED_ORIGINS: "http://allowed.example",
+  // A spawn with no host connected fails with no_host after this long (the tests of it wait it out).
+  OUBLIETTE_HOST_WAIT_MS: "500",
+  // Host loss is driven by the registry's alarm with a fake clock; small, so real alarms that fire
+  // on their own clean up the hosts earlier tests left behind.
+  OUBLIETTE_HOST_GRACE_MS: "2000",
+  // The origin the tests' requests go to (test/workers/support BASE); Host must be one of these.
+  OUBLIETTE_PUBLIC_ORIGINS: "https://worker.test",
 };
 
 export default defineConfig({

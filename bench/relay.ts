@@ -7,7 +7,9 @@
  *    the droid, against a plain `tools/call` round trip (`session get`) timed by the caller.
  * 2. Throughput: 1,000 relayed calls at concurrency 32; every result must reach the call that
  *    asked (lost or duplicated must be 0).
- * 3. The host-agent's peak memory (VmHWM).
+ * 3. A long session: throughput of a fresh session, then again after LONG_SESSION_CALLS relayed
+ *    calls in that one session (nothing on a call's path may cost more as its history grows).
+ * 4. The host-agent's peak memory (VmHWM).
  * Every loop is bounded in count, and the whole run in time.
  */
 import { readFile } from "node:fs/promises";
@@ -27,7 +29,9 @@ const LATENCY_SAMPLES = ROUNDS * PER_ROUND;
 const WARMUP = 50;
 const THROUGHPUT_CALLS = 1_000;
 const CONCURRENCY = 32;
-const RUN_LIMIT_MS = 10 * 60_000;
+const LONG_SESSION_CALLS = Number(process.env.BENCH_LONG_SESSION_CALLS ?? 100_000);
+const PROBE_CALLS = 2_000;
+const RUN_LIMIT_MS = 30 * 60_000;
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -156,6 +160,13 @@ async function main(): Promise<void> {
     const load = await droidBench(caller, sessionId, THROUGHPUT_CALLS, CONCURRENCY);
     const duplicated = [...seen.values()].filter((c) => c > 1).length;
     const lost = THROUGHPUT_CALLS - seen.size + load.errors;
+
+    // A long session: the same probe on a fresh session, then after many calls in that session.
+    const long = await spawnDroid(caller, { callerId: "bench", tools: [{ name: "echo" }] });
+    const fresh = await droidBench(caller, long, PROBE_CALLS, CONCURRENCY);
+    say(`long session: ${LONG_SESSION_CALLS} relayed calls in one session (this takes a few minutes)`);
+    const history = await droidBench(caller, long, LONG_SESSION_CALLS, CONCURRENCY);
+    const aged = await droidBench(caller, long, PROBE_CALLS, CONCURRENCY);
     const memory = await peakMemoryMiB(host.process.pid);
 
     const ratio = relay.p50 / plain.p50;
@@ -179,8 +190,16 @@ async function main(): Promise<void> {
     say(
       `lost: ${lost}, duplicated: ${duplicated}, mismatched results: ${load.mismatches}, errors: ${load.errors}`,
     );
+    say("");
+    say(
+      `long session: fresh ${fresh.calls_per_s.toFixed(0)} calls/s; after ${LONG_SESSION_CALLS} calls ${aged.calls_per_s.toFixed(0)} calls/s (${((aged.calls_per_s / fresh.calls_per_s) * 100).toFixed(0)}% of fresh; target >= 90%)`,
+    );
+    say(
+      `  the ${LONG_SESSION_CALLS} calls themselves: ${history.calls_per_s.toFixed(0)} calls/s, errors ${history.errors}, mismatched ${history.mismatches}`,
+    );
     say(`host-agent peak memory (VmHWM): ${memory === null ? "n/a" : `${memory.toFixed(1)} MiB`}`);
-    if (lost !== 0 || duplicated !== 0 || load.mismatches !== 0) process.exitCode = 1;
+    const longErrors = fresh.errors + history.errors + aged.errors + history.mismatches + aged.mismatches;
+    if (lost !== 0 || duplicated !== 0 || load.mismatches !== 0 || longErrors !== 0) process.exitCode = 1;
   } finally {
     await caller?.close();
     await stack.stop();

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { JsonValueSchema } from "./json.js";
+import { type JsonRpcErrorObject, RpcError, RpcErrorCode } from "./rpc/errors.js";
 
 /** A caller id becomes the prefix of every tool it lends: `{caller_id}_{tool}`. */
 export const CallerIdSchema = z
@@ -44,8 +45,14 @@ export const CallerToolListSchema = z
 export const CallerToolsConfigSchema = z.object({
   caller_id: CallerIdSchema.nullable(),
   tools: CallerToolListSchema,
-  /** The server-side deadline of one caller tool call; the droid side must not give up sooner. */
+  /** The session object's deadline of one caller tool call, counted from when the call reaches it. */
   timeout_ms: z.number().int().positive(),
+  /**
+   * How long the host-agent and the container-client wait for an outcome, counted from when the
+   * droid made the call: the deadline plus the reconnect budget. Only the session object decides a
+   * call's outcome; these backstops fire only when it could not be reached for that long.
+   */
+  backstop_ms: z.number().int().positive(),
 });
 export type CallerToolsConfig = z.infer<typeof CallerToolsConfigSchema>;
 
@@ -56,12 +63,28 @@ export function prefixedToolName(callerId: string, tool: string): string {
 
 /** Why a caller tool call failed, as seen by the droid. */
 export const CallerToolFailureSchema = z.enum([
+  /** The caller answered with an error. */
   "caller_error",
+  /** The caller did not answer by the session object's deadline. */
   "timeout",
+  /** The caller went away (ended its MCP session, or its stream dropped past the grace period). */
   "caller_disconnected",
+  /** The session ended while the call waited. */
   "session_ended",
+  /** The session's host was lost (gone past the grace period, or it no longer runs the session). */
+  "host_lost",
   "unknown_tool",
   "no_caller",
+  /** The droid cancelled the call (or its MCP client went away). */
+  "cancelled",
+  /** The arguments or the answer are over the size budget (`protocol/limits.ts`). */
+  "too_large",
+  /** Backstop: the host-agent could not reach the session object for the whole budget. */
+  "worker_unreachable",
+  /** Backstop: the container-client could not reach the host-agent for the whole budget. */
+  "host_unreachable",
+  /** Oubliette itself failed (a bug); the logs say more. */
+  "internal",
 ]);
 export type CallerToolFailure = z.infer<typeof CallerToolFailureSchema>;
 
@@ -74,3 +97,25 @@ export const CallerToolOutcomeSchema = z.discriminatedUnion("ok", [
   }),
 ]);
 export type CallerToolOutcome = z.infer<typeof CallerToolOutcomeSchema>;
+
+/** A call's durable identity: chosen by the container-client and kept across every reconnect. */
+export const CallIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,128}$/, "call_id must be 1-128 letters, digits, '_' or '-'");
+
+/** `data` of the JSON-RPC error (code ServerError) a failed caller tool call is answered with. */
+export const CallerToolErrorDataSchema = z.object({ reason: CallerToolFailureSchema });
+
+/** The wire form of a failed call, on the socket and on the tunnel alike. */
+export function failureToRpcError(reason: CallerToolFailure, message: string): RpcError {
+  return new RpcError(RpcErrorCode.ServerError, message, { reason });
+}
+
+/** Reads a call's outcome back from a JSON-RPC error (anything unexpected is an internal failure). */
+export function rpcErrorToOutcome(error: JsonRpcErrorObject): CallerToolOutcome {
+  const data = CallerToolErrorDataSchema.safeParse(error.data);
+  return {
+    ok: false,
+    error: { reason: data.success ? data.data.reason : "internal", message: error.message },
+  };
+}

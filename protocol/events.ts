@@ -45,6 +45,11 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     arguments: JsonObjectSchema,
     deadline: z.string(),
   }),
+  /**
+   * A request ended without the caller's answer reaching the droid: it timed out, the droid
+   * cancelled it (reason `cancelled`: nobody waits for an answer any more), the host was lost...
+   * An answer sent after this event is refused.
+   */
   z.object({
     ...base,
     type: z.literal("caller_tool_failed"),
@@ -63,7 +68,12 @@ export const McpLogger = {
   callerTool: "oubliette.caller_tool",
 } as const;
 
+/** Events about caller tool requests: they go to the caller whatever its log level. */
+export function isCallerToolEvent(event: SessionEvent): boolean {
+  return event.type === "caller_tool_request" || event.type === "caller_tool_failed";
+}
+
 /** Which MCP logger carries an event. */
 export function loggerFor(event: SessionEvent): string {
-  return event.type === "caller_tool_request" ? McpLogger.callerTool : McpLogger.session;
+  return isCallerToolEvent(event) ? McpLogger.callerTool : McpLogger.session;
 }

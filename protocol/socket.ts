@@ -1,105 +1,108 @@
 import { z } from "zod";
-import { CallerToolFailureSchema, CallerToolsConfigSchema } from "./caller-tools.js";
+import { AgentEventBatchSchema, AgentStateSchema } from "./agent-events.js";
+import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
+import { Limits } from "./limits.js";
 
 /**
- * The container socket: JSON-RPC 2.0, one message per line (UTF-8, '\n' terminated), between the
- * container-client (inside the container) and the host-agent (on the host).
+ * The container socket: JSON-RPC 2.0 (`protocol/rpc/messages.ts`), one message per line (UTF-8,
+ * '\n' terminated, at most `Limits.lineBytes`), between the host-agent (which serves it) and two
+ * kinds of peers inside the container: the runner (the container's main process, which owns the
+ * agent's stdio) and the container-client (the droid's MCP server). Both authenticate with
+ * `hello` and the session's secret.
  */
-export const SOCKET_PROTOCOL_VERSION = 1;
-
-/** Default cap on one line; a longer line gets a JSON-RPC error and is discarded. */
-export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
+export const SOCKET_PROTOCOL_VERSION = 2;
 
 /** Default path of the socket inside the container (a per-session host directory is mounted at /mcp). */
 export const DEFAULT_SOCKET_PATH = "/mcp/relay.sock";
 
-/** Environment variables the host-agent hands to the agent process. */
+/** Environment variables the host-agent hands to the container (runner and agent). */
 export const AgentEnv = {
   socketPath: "OUBLIETTE_SOCKET",
   sessionToken: "OUBLIETTE_SESSION_TOKEN",
   sessionId: "OUBLIETTE_SESSION_ID",
+  /** The agent program the runner starts, as a JSON array (set by the image, or the host-agent). */
+  agentCommand: "OUBLIETTE_AGENT_COMMAND",
+  /** Set to 1 when the runner must end with its parent (the process runtime: no re-adoption). */
+  exitWithParent: "OUBLIETTE_RUNNER_EXIT_WITH_PARENT",
 } as const;
 
-export const JsonRpcIdSchema = z.union([z.string().max(256), z.number().int()]);
-export type JsonRpcId = z.infer<typeof JsonRpcIdSchema>;
+export const SocketMethod = {
+  hello: "hello",
+  ping: "ping",
+  callerTool: "caller_tool",
+  callerToolsConfig: "caller_tools_config",
+  agentStart: "agent_start",
+  agentMessage: "agent_message",
+  agentStop: "agent_stop",
+  agentEvents: "agent_events",
+  agentEventsAck: "agent_events_ack",
+} as const;
 
-export const JsonRpcRequestSchema = z.object({
-  jsonrpc: z.literal("2.0"),
-  id: JsonRpcIdSchema,
-  method: z.string().min(1).max(256),
-  params: z.unknown().optional(),
-});
-export type JsonRpcRequest = z.infer<typeof JsonRpcRequestSchema>;
+// ---- requests to the host-agent ----
 
-export const JsonRpcNotificationSchema = z.object({
-  jsonrpc: z.literal("2.0"),
-  method: z.string().min(1).max(256),
-  params: z.unknown().optional(),
-});
-export type JsonRpcNotification = z.infer<typeof JsonRpcNotificationSchema>;
-
-export const JsonRpcErrorObjectSchema = z.object({
-  code: z.number().int(),
-  message: z.string(),
-  data: z.unknown().optional(),
-});
-export type JsonRpcErrorObject = z.infer<typeof JsonRpcErrorObjectSchema>;
-
-export const JsonRpcSuccessSchema = z.object({
-  jsonrpc: z.literal("2.0"),
-  id: JsonRpcIdSchema,
-  result: z.unknown(),
-});
-export const JsonRpcFailureSchema = z.object({
-  jsonrpc: z.literal("2.0"),
-  id: JsonRpcIdSchema.nullable(),
-  error: JsonRpcErrorObjectSchema,
-});
-export const JsonRpcResponseSchema = z.union([JsonRpcSuccessSchema, JsonRpcFailureSchema]);
-export type JsonRpcResponse = z.infer<typeof JsonRpcResponseSchema>;
-
-// ---- methods the container-client calls on the host-agent ----
-
-/** `hello`: must be the first request on a connection; binds it to the session that owns the token. */
+/** `hello`: the first request on every connection; binds it to the session that owns the token. */
 export const HelloParamsSchema = z.object({
   session_token: z.string().min(1).max(512),
+  /** `runner` for the container's main process; `client` (default) for the droid's MCP server. */
+  role: z.enum(["client", "runner"]).default("client"),
   client: z.object({ name: z.string().max(128), version: z.string().max(64) }).optional(),
+  /** The runner's agent, reported on every (re)connect. */
+  agent: AgentStateSchema.optional(),
 });
+export type HelloParams = z.input<typeof HelloParamsSchema>;
 export const HelloResultSchema = z.object({
   session_id: z.string(),
   protocol_version: z.number().int(),
 });
 
-/** `caller_tool`: run a caller tool; the result is the caller's result, verbatim. */
+/**
+ * `caller_tool`: run a caller tool; the result is the caller's result, verbatim. `call_id` is the
+ * call's identity across reconnects (a call re-sent with the same id is the same call); without
+ * one (the seed's form) the host-agent makes one up and the call cannot be resumed.
+ */
 export const CallerToolParamsSchema = z.object({
+  call_id: CallIdSchema.optional(),
   tool: z.string().min(1).max(64),
   arguments: JsonObjectSchema.default({}),
 });
 export const CallerToolResultSchema = JsonValueSchema;
 
-/** `data` of the JSON-RPC error (code -32000) when a caller tool call fails. */
-export const CallerToolErrorDataSchema = z.object({ reason: CallerToolFailureSchema });
-
-/** `ping`: liveness check, answered with `{}`. */
 export const PingParamsSchema = z.object({}).optional();
 
-export const SocketMethod = {
-  hello: "hello",
-  callerTool: "caller_tool",
-  ping: "ping",
-} as const;
+/** `agent_events` (runner → host-agent, notification): new or re-sent agent events. */
+export const AgentEventsParamsSchema = AgentEventBatchSchema;
 
-// ---- notifications the host-agent sends to the container-client ----
+// ---- requests to the runner ----
 
-/** `caller_tools_config`: sent after `hello` and whenever the caller re-declares its tools. */
-export const CallerToolsConfigNotificationSchema = z.object({
-  jsonrpc: z.literal("2.0"),
-  method: z.literal("caller_tools_config"),
-  params: CallerToolsConfigSchema,
+/** `agent_start`: start the session's agent (only when the runner reported it `idle`). */
+export const AgentStartParamsSchema = z.object({}).optional();
+export const AgentStartResultSchema = z.object({ pid: z.number().int() });
+
+/** `agent_message`: write a droid message to the agent's stdin (idempotent by `seq`). */
+export const AgentMessageParamsSchema = z.object({
+  seq: z.number().int().positive(),
+  text: z.string().max(Limits.messageBytes),
+});
+export const AgentMessageResultSchema = z.object({ delivered_seq: z.number().int().nonnegative() });
+
+/** `agent_stop`: end the agent (stdin end, SIGTERM, SIGKILL after `grace_ms`); answers once it exited. */
+export const AgentStopParamsSchema = z.object({
+  reason: z.string().max(1024),
+  grace_ms: z.number().int().min(0).max(120_000).default(5_000),
+});
+export const AgentStopResultSchema = z.object({
+  exit_code: z.number().int().nullable(),
+  signal: z.string().nullable(),
 });
 
-/** The seed form of the same notification (`type` instead of `method`); accepted, never sent. */
+/** `agent_events_ack` (host-agent → runner, notification): events up to `seq` are stored. */
+export const AgentEventsAckParamsSchema = z.object({ seq: z.number().int().nonnegative() });
+
+/** `caller_tools_config` (host-agent → container-client, notification): after hello and on every re-declaration. */
+export const CallerToolsConfigParamsSchema = CallerToolsConfigSchema;
+
+/** The seed's form of the config notification (`type` instead of `method`); accepted, never sent. */
 export const LegacyCallerToolsConfigSchema = z.object({
   type: z.literal("caller_tools_config"),
   params: CallerToolsConfigSchema,

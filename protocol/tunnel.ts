@@ -1,161 +1,125 @@
 import { z } from "zod";
-import { CallerToolOutcomeSchema, CallerToolsConfigSchema } from "./caller-tools.js";
-import { DroidStatusSchema } from "./events.js";
-import { JsonObjectSchema, JsonValueSchema } from "./json.js";
+import { AgentEventBatchSchema } from "./agent-events.js";
+import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
+import { SessionIdSchema } from "./ids.js";
+import { JsonObjectSchema } from "./json.js";
+import { Limits } from "./limits.js";
 
 /**
- * The tunnel: WebSockets the host-agent opens OUT to the Worker. Two kinds:
- * - the host channel (`/v1/tunnel/host`) to the HostRegistry Durable Object: placement and
- *   container lifecycle;
+ * The tunnel: WebSockets the host-agent opens OUT to the Worker, carrying JSON-RPC 2.0
+ * (`protocol/rpc/messages.ts`), one message per text frame of at most `Limits.frameBytes`.
+ * - the host channel (`/v1/tunnel/host`) to the HostRegistry Durable Object: registration,
+ *   reconciliation, session start/stop;
  * - one session channel per running session (`/v1/tunnel/sessions/:id`) to that session's
- *   Durable Object: caller tool calls, messages to the droid, droid events.
- * Every frame is one JSON object with a `type`; the hello frames carry the protocol version `v`.
+ *   Durable Object: caller tool calls, messages to the droid, agent events.
  * Heartbeats are the bare text frames "ping" / "pong" (answered without waking the object).
  */
-export const TUNNEL_PROTOCOL_VERSION = 1;
+export const TUNNEL_PROTOCOL_VERSION = 2;
 export const HEARTBEAT_PING = "ping";
 export const HEARTBEAT_PONG = "pong";
-/** Largest tunnel frame either side accepts. */
-export const MAX_TUNNEL_FRAME_BYTES = 1024 * 1024;
 
-export const TunnelErrorCodeSchema = z.enum([
-  "bad_frame",
+/** `data.reason` of tunnel errors (code ServerError). */
+export const TunnelFailureSchema = z.enum([
   "unsupported_version",
-  "unauthorized",
   "session_not_found",
   "session_ended",
+  /** The session is not placed on the host that opened this tunnel. */
+  "not_placed",
   "no_host",
+  "host_full",
+  "host_error",
+  "image_not_found",
   "runtime_error",
   "timeout",
-  "internal",
 ]);
-export type TunnelErrorCode = z.infer<typeof TunnelErrorCodeSchema>;
-
-export const TunnelErrorSchema = z.object({ code: TunnelErrorCodeSchema, message: z.string() });
-export type TunnelError = z.infer<typeof TunnelErrorSchema>;
-
-/** Either side may answer a frame it cannot use with this; the connection stays up. */
-const ErrorFrame = z.object({
-  type: z.literal("error"),
-  error: TunnelErrorSchema,
-  ref: z.string().optional(),
-});
-
-// ---------------------------------------------------------------- host channel
+export type TunnelFailure = z.infer<typeof TunnelFailureSchema>;
 
 export const RuntimeKindSchema = z.enum(["docker", "process"]);
 export type RuntimeKind = z.infer<typeof RuntimeKindSchema>;
 
 export const SessionSpecSchema = z.object({
-  image: z.string().optional(),
-  env: z.record(z.string().regex(/^[A-Z_][A-Z0-9_]*$/), z.string()).optional(),
+  image: z.string().max(256).optional(),
+  env: z.record(z.string().regex(/^[A-Z_][A-Z0-9_]*$/), z.string().max(4096)).optional(),
 });
 export type SessionSpec = z.infer<typeof SessionSpecSchema>;
 
-export const HostToRegistrySchema = z.discriminatedUnion("type", [
-  z.object({
-    type: z.literal("host_hello"),
-    v: z.number().int(),
-    host_id: z.string().min(1).max(128),
-    runtime: RuntimeKindSchema,
-    agent_version: z.string(),
-    /** Sessions this host is running right now (after a reconnect). */
-    sessions: z.array(z.string()),
-    max_sessions: z.number().int().positive(),
-  }),
-  z.object({
-    type: z.literal("ack"),
-    req_id: z.string(),
-    ok: z.boolean(),
-    error: TunnelErrorSchema.optional(),
-  }),
-  ErrorFrame,
-]);
-export type HostToRegistry = z.infer<typeof HostToRegistrySchema>;
+export const TunnelMethod = {
+  hostHello: "host_hello",
+  sessionStart: "session_start",
+  sessionStop: "session_stop",
+  sessionHello: "session_hello",
+  callerTool: "caller_tool",
+  sessionEvents: "session_events",
+  sessionEnd: "session_end",
+  callerToolsConfig: "caller_tools_config",
+  droidMessage: "droid_message",
+} as const;
 
-export const RegistryToHostSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("host_welcome"), v: z.number().int(), host_id: z.string() }),
-  z.object({
-    type: z.literal("session_start"),
-    req_id: z.string(),
-    session_id: z.string(),
-    spec: SessionSpecSchema,
-  }),
-  z.object({
-    type: z.literal("session_stop"),
-    req_id: z.string(),
-    session_id: z.string(),
-    reason: z.string(),
-  }),
-  ErrorFrame,
-]);
-export type RegistryToHost = z.infer<typeof RegistryToHostSchema>;
+// ---------------------------------------------------------------- host channel
+
+/** `host_hello` (host → registry): the first request after every (re)connect. */
+export const HostHelloParamsSchema = z.object({
+  v: z.number().int(),
+  host_id: z.string().min(1).max(128),
+  runtime: RuntimeKindSchema,
+  agent_version: z.string().max(64),
+  /** Sessions this host runs right now; the registry reconciles its placements against them. */
+  sessions: z.array(SessionIdSchema).max(10_000),
+  max_sessions: z.number().int().positive(),
+});
+export const HostHelloResultSchema = z.object({ host_id: z.string() });
+
+/** `session_start` (registry → host): start a session's container. */
+export const SessionStartParamsSchema = z.object({ session_id: SessionIdSchema, spec: SessionSpecSchema });
+
+/** `session_stop` (registry → host): stop it and remove its container (idempotent). */
+export const SessionStopParamsSchema = z.object({
+  session_id: z.string().max(64),
+  reason: z.string().max(1024),
+});
 
 // ---------------------------------------------------------------- session channel
 
-/** Something the host saw happen to the droid; the session object turns it into a session event. */
-export const HostSessionEventSchema = z.discriminatedUnion("type", [
-  z.object({
-    type: z.literal("droid_status"),
-    status: DroidStatusSchema,
-    exit_code: z.number().int().nullable().optional(),
-    message: z.string().optional(),
-  }),
-  z.object({
-    type: z.literal("droid_output"),
-    data: JsonValueSchema.optional(),
-    text: z.string().optional(),
-  }),
-  z.object({ type: z.literal("droid_log"), text: z.string() }),
-]);
-export type HostSessionEvent = z.infer<typeof HostSessionEventSchema>;
-
-export const HostToSessionSchema = z.discriminatedUnion("type", [
-  z.object({
-    type: z.literal("session_hello"),
-    v: z.number().int(),
-    host_id: z.string(),
-    /** Highest droid message seq the host has delivered; later ones are re-sent. */
-    delivered_message_seq: z.number().int().nonnegative(),
-  }),
-  /** Idempotent by `call_id`: re-sent after a reconnect until a result arrives. */
-  z.object({
-    type: z.literal("caller_tool_call"),
-    call_id: z.string().min(1).max(128),
-    tool: z.string().min(1).max(64),
-    arguments: JsonObjectSchema,
-  }),
-  z.object({ type: z.literal("droid_message_ack"), seq: z.number().int().nonnegative() }),
-  /** Idempotent by `seq`: the object keeps the highest seq it stored. */
-  z.object({
-    type: z.literal("session_events"),
-    seq: z.number().int().positive(),
-    events: z.array(HostSessionEventSchema).min(1).max(256),
-  }),
-  ErrorFrame,
-]);
-export type HostToSession = z.infer<typeof HostToSessionSchema>;
-
-export const SessionToHostSchema = z.discriminatedUnion("type", [
-  z.object({
-    type: z.literal("session_welcome"),
-    v: z.number().int(),
-    session_id: z.string(),
-    /** Highest host event seq stored; the host drops everything up to it from its resend queue. */
-    stored_event_seq: z.number().int().nonnegative(),
-  }),
-  z.object({ type: z.literal("caller_tools_config"), config: CallerToolsConfigSchema }),
-  z.object({ type: z.literal("caller_tool_result"), call_id: z.string(), outcome: CallerToolOutcomeSchema }),
-  z.object({ type: z.literal("droid_message"), seq: z.number().int().positive(), text: z.string() }),
-  z.object({ type: z.literal("session_events_ack"), seq: z.number().int().nonnegative() }),
-  ErrorFrame,
-]);
-export type SessionToHost = z.infer<typeof SessionToHostSchema>;
-
-/** Message line the host-agent writes to the agent process's stdin for each droid message. */
-export const AgentStdinMessageSchema = z.object({
-  type: z.literal("message"),
-  seq: z.number().int(),
-  text: z.string(),
+/** `session_hello` (host → session): the first request after every (re)connect. */
+export const SessionHelloParamsSchema = z.object({
+  v: z.number().int(),
+  host_id: z.string().min(1).max(128),
 });
-export type AgentStdinMessage = z.infer<typeof AgentStdinMessageSchema>;
+export const SessionHelloResultSchema = z.object({
+  session_id: z.string(),
+  /** Highest agent event seq stored; the host-agent tells the runner, which drops them. */
+  stored_event_seq: z.number().int().nonnegative(),
+  config: CallerToolsConfigSchema,
+});
+
+/**
+ * `caller_tool` (host → session): one call of the droid. The request id IS the call id, so the
+ * session object can answer it whenever the outcome is decided (even after hibernating), and a
+ * host that re-sends it after a reconnect gets the same request, never a second one.
+ */
+export const TunnelCallerToolParamsSchema = z.object({
+  call_id: CallIdSchema,
+  tool: z.string().min(1).max(64),
+  arguments: JsonObjectSchema,
+});
+
+/** `session_events` (host → session): agent events, idempotent by their `seq`. */
+export const SessionEventsParamsSchema = AgentEventBatchSchema;
+export const SessionEventsResultSchema = z.object({ stored_seq: z.number().int().nonnegative() });
+
+/** `session_end` (host → session): the session is over on the host (its container died, say). */
+export const SessionEndParamsSchema = z.object({ reason: z.string().max(1024) });
+
+/** `droid_message` (session → host): a message for the droid; the request id is `msg:<seq>`. */
+export const DroidMessageParamsSchema = z.object({
+  seq: z.number().int().positive(),
+  text: z.string().max(Limits.messageBytes),
+});
+
+/** `caller_tools_config` (session → host, notification): on every re-declaration (the hello result carries the first). */
+export const TunnelCallerToolsConfigSchema = CallerToolsConfigSchema;
+
+/** The request id of droid message `seq` (deterministic, so answers need no pending map). */
+export function droidMessageId(seq: number): string {
+  return `msg:${seq}`;
+}

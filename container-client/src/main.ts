@@ -1,18 +1,17 @@
 /**
- * oubliette-container-client: the droid's MCP server over stdio, inside the container. It lends
- * the droid the caller's tools by relaying calls to the host-agent over the session's Unix socket.
- * stdout is the MCP channel, so every log line goes to stderr.
+ * oubliette-container-client, the program inside every session's container, in two modes:
+ * - `runner`: the container's main process; starts the agent, owns its stdio, streams its events
+ *   to the host-agent (see runner/);
+ * - default: the droid's MCP server over stdio, lending it the caller's tools (see mcp/).
+ * Logs go to stderr as JSON lines (stdout is the MCP channel in the default mode).
  */
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { createLogger } from "../../lib/log.js";
-import { AgentEnv, DEFAULT_SOCKET_PATH } from "../../protocol/socket.js";
-import { DroidMcpServer, SERVER_NAME } from "./mcp/droid-mcp-server.js";
-import { RelayLink } from "./socket/relay-link.js";
-import { CallerToolRegistry } from "./tools/caller-tool-registry.js";
+import { serveDroid } from "./mcp/serve-droid.js";
+import { runRunner } from "./runner/main.js";
 
 const VERSION = "0.1.0";
-
-const log = createLogger({ name: "container-client", fd: 2 });
+const mode = process.argv[2] === "runner" ? "runner" : "mcp";
+const log = createLogger({ name: mode === "runner" ? "runner" : "container-client", fd: 2 });
 
 process.on("uncaughtException", (err) => {
   log.fatal({ err }, "uncaught exception");
@@ -23,44 +22,5 @@ process.on("unhandledRejection", (err) => {
   process.exit(1);
 });
 
-const socketPath = process.env[AgentEnv.socketPath] || DEFAULT_SOCKET_PATH;
-const sessionToken = process.env[AgentEnv.sessionToken] ?? "";
-// OUBLIETTE_API_KEY (Oubliette's own tools) is not served yet; a later change adds it.
-
-const registry = new CallerToolRegistry();
-const link = new RelayLink({
-  socketPath,
-  sessionToken,
-  logger: log,
-  client: { name: SERVER_NAME, version: VERSION },
-  // Only called once the link has started, below, after `mcp` exists.
-  onConfig: (config) => {
-    const changed = registry.replace(config);
-    log.info({ caller_id: config.caller_id, tools: registry.list().length, changed }, "caller tools config");
-    if (changed) mcp.toolsChanged();
-  },
-});
-const mcp = new DroidMcpServer({ link, registry, logger: log, version: VERSION });
-
-let stopping: Promise<void> | undefined;
-/** Stops once: the droid went away (stdin ended) or we were told to. */
-function shutdown(reason: string): Promise<void> {
-  stopping ??= (async () => {
-    log.info({ reason }, "shutting down");
-    await Promise.allSettled([link.close(), mcp.close()]);
-    process.exit(0);
-  })();
-  return stopping;
-}
-
-if (sessionToken === "") {
-  log.error(`${AgentEnv.sessionToken} is not set; serving no caller tools`);
-} else {
-  link.start();
-}
-await mcp.connect(new StdioServerTransport(), () => void shutdown("MCP transport closed"));
-// The SDK's stdio transport does not watch for end of input; without this we would outlive the droid.
-process.stdin.once("end", () => void shutdown("stdin ended"));
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
-log.info({ socket: socketPath }, "container-client started");
+if (mode === "runner") runRunner(log);
+else await serveDroid(log, VERSION);

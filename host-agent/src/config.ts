@@ -1,7 +1,6 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { DEFAULT_MAX_LINE_BYTES } from "../../protocol/socket.js";
 
 /** host-agent settings, from flags or their environment variables (flags win). */
 export const HostAgentConfigSchema = z.object({
@@ -26,13 +25,16 @@ export const HostAgentConfigSchema = z.object({
     ),
   runtime: z.enum(["auto", "docker", "process"]).default("auto"),
   image: z.string().min(1).default("oubliette/droid:dev"),
+  /** The agent the runner starts: given explicitly (both runtimes), or the scripted droid (process runtime). */
   agentCommand: z.array(z.string().min(1)).min(1).optional(),
+  defaultAgentCommand: z.array(z.string().min(1)).min(1).optional(),
+  /** The runner (process runtime): the container-client bundle in runner mode. */
+  runnerCommand: z.array(z.string().min(1)).min(1).optional(),
   socketDir: z
     .string()
     .min(1)
     .default(() => join(tmpdir(), "oubliette-sockets")),
   maxSessions: z.coerce.number().int().positive().default(32),
-  maxLineBytes: z.coerce.number().int().min(1024).default(DEFAULT_MAX_LINE_BYTES),
   heartbeatMs: z.coerce.number().int().min(100).default(15_000),
   reconnectMaxMs: z.coerce.number().int().min(100).default(30_000),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),

@@ -16,11 +16,11 @@ import { HostControl } from "./tunnel/host-control.js";
 
 const VERSION = "0.1.0";
 
-/** The scripted droid next to this file (bundle) or in dist/ (source checkout). */
-function defaultAgentCommand(): string[] | undefined {
-  for (const rel of ["./scripted-droid.mjs", "../../dist/scripted-droid.mjs"]) {
+/** A bundle next to this file (bundle) or in dist/ (source checkout), run with this Node. */
+function bundled(name: string, ...args: string[]): string[] | undefined {
+  for (const rel of [`./${name}`, `../../dist/${name}`]) {
     const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (existsSync(path)) return [process.execPath, path];
+    if (existsSync(path)) return [process.execPath, path, ...args];
   }
   return undefined;
 }
@@ -63,9 +63,6 @@ const program = new Command()
   .addOption(
     new Option("--max-sessions <n>", "most sessions this host runs at once").env("OUBLIETTE_MAX_SESSIONS"),
   )
-  .addOption(
-    new Option("--max-line-bytes <n>", "largest container socket line").env("OUBLIETTE_MAX_LINE_BYTES"),
-  )
   .addOption(new Option("--heartbeat-ms <ms>", "tunnel heartbeat period").env("OUBLIETTE_HEARTBEAT_MS"))
   .addOption(
     new Option("--reconnect-max-ms <ms>", "cap of the tunnel reconnect backoff").env(
@@ -78,7 +75,8 @@ program.parse();
 const flags = program.opts<Record<string, unknown>>();
 const parsed = HostAgentConfigSchema.safeParse({
   ...flags,
-  agentCommand: flags.agentCommand ?? defaultAgentCommand(),
+  defaultAgentCommand: bundled("scripted-droid.mjs"),
+  runnerCommand: bundled("container-client.mjs", "runner"),
 });
 if (!parsed.success) {
   for (const issue of parsed.error.issues) process.stderr.write(`host-agent: ${issue.message}\n`);
@@ -88,22 +86,32 @@ if (!parsed.success) {
 const config = parsed.data;
 const logger = createLogger({ name: "host-agent", level: config.logLevel });
 
+process.on("uncaughtException", (err) => {
+  logger.fatal({ err }, "uncaught exception");
+  process.exit(1);
+});
+process.on("unhandledRejection", (err) => {
+  logger.fatal({ err }, "unhandled rejection");
+  process.exit(1);
+});
+
 const runtime = await selectRuntime({
   prefer: config.runtime,
   hostId: config.hostId,
   logger,
   dockerImage: config.image,
-  processCommand: config.agentCommand ?? [],
+  runnerCommand: config.runnerCommand ?? [],
+  // Docker runs the image's own agent unless one is named; the default is a path on this host.
+  agentCommand: config.agentCommand,
+  processAgentCommand: config.agentCommand ?? config.defaultAgentCommand,
 }).catch((err: Error) => {
   logger.fatal({ err: err.message }, "no runtime");
   process.exit(1);
 });
-if (runtime.kind === "process" && !config.agentCommand) {
-  logger.fatal("the process runtime needs --agent-command (or run `npm run build` for the scripted droid)");
+if (runtime.kind === "process" && !config.runnerCommand) {
+  logger.fatal("the process runtime needs the container-client bundle: run `npm run build`");
   process.exit(2);
 }
-const orphans = await runtime.removeOrphans();
-if (orphans > 0) logger.info({ removed: orphans }, "removed containers left by an earlier run");
 await mkdir(config.socketDir, { recursive: true, mode: 0o711 });
 
 const timing = { heartbeatMs: config.heartbeatMs, maxReconnectDelayMs: config.reconnectMaxMs };
@@ -113,11 +121,13 @@ const sessions = new SessionManager({
   hostId: config.hostId,
   runtime,
   socketRoot: config.socketDir,
-  maxLineBytes: config.maxLineBytes,
   maxSessions: config.maxSessions,
   timing,
   logger,
 });
+// Sessions an earlier run left running are served again before the host reports what it runs.
+await sessions.adopt(await runtime.adopt());
+
 const control = new HostControl({
   workerUrl: config.workerUrl,
   hostToken: config.hostToken,
@@ -138,14 +148,17 @@ let stopping = false;
 async function shutdown(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
-  // Stopping containers needs the Docker Engine; if it is gone, do not hang on it forever.
+  // Ending process-runtime sessions needs the Worker; if it is gone, do not hang on it forever.
   setTimeout(() => {
-    logger.error("sessions did not stop within 20 s; exiting anyway");
+    logger.error("sessions did not finish within 20 s; exiting anyway");
     process.exit(code === 0 ? 1 : code);
   }, 20_000).unref();
+  await sessions.shutdown("the host-agent shut down (sessions of the process runtime do not survive it)");
   control.close();
-  await sessions.stopAll("the host-agent is shutting down");
-  logger.info("host-agent stopped");
+  logger.info(
+    { left_running: runtime.survivesRestart ? sessions.running().length : 0 },
+    "host-agent stopped",
+  );
   process.exit(code);
 }
 process.on("SIGINT", () => void shutdown(0));

@@ -122,9 +122,12 @@ function droidDockerfile(base: string, names: string[]): string {
     `COPY ${names.join(" ")} /opt/oubliette/`,
     // Source maps ship with the bundles so stack traces name the TypeScript lines.
     `ENV PATH=${IMAGE_PATH} NODE_OPTIONS=--enable-source-maps`,
+    // The agent the runner starts (the scripted test droid); a host-agent may name another.
+    `ENV OUBLIETTE_AGENT_COMMAND='["node","/opt/oubliette/scripted-droid.mjs"]'`,
     `USER ${DROID_UID}:${DROID_UID}`,
     `WORKDIR ${DROID_HOME}`,
-    `CMD ["node", "/opt/oubliette/scripted-droid.mjs"]`,
+    // The container's main process is the runner: it owns the agent's stdio, not the host-agent.
+    `CMD ["node", "/opt/oubliette/container-client.mjs", "runner"]`,
     "",
   ].join("\n");
 }

@@ -1,21 +1,21 @@
 /**
  * DockerRuntime against a real Docker Engine (no mocks): containers from the node base image run
- * `node -e <script>` so each test states exactly what the "droid" does.
+ * `node -e <script>`, reporting through the bind-mounted socket directory, so each test states
+ * exactly what the workload does. No stdio is attached: containers outlive their host-agent.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { DockerRuntime, SESSION_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
+import { DockerRuntime, HOST_LABEL, SESSION_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import { dockerStatusCode, RuntimeError } from "../../host-agent/src/runtime/errors.js";
 import { selectRuntime } from "../../host-agent/src/runtime/select-runtime.js";
-import type { AgentProcess } from "../../host-agent/src/runtime/types.js";
+import type { Workload } from "../../host-agent/src/runtime/types.js";
 import { createLogger } from "../../lib/log.js";
 import { type DockerEngine, ensureDockerEngine } from "../../scripts/docker/engine.js";
 import { ensureNodeBaseImage } from "../../scripts/docker/images.js";
-import { readAllText, readLineMatching } from "../support/stream-text.js";
 
 const logger = createLogger({
   name: "docker-runtime-test",
@@ -28,7 +28,7 @@ let engine: DockerEngine;
 let baseImage: string;
 let socketDir: string;
 let sessionCounter = 0;
-const launched: AgentProcess[] = [];
+const launched: Workload[] = [];
 
 beforeAll(async () => {
   // Until vitest.config.ts wires test/support/docker-setup.ts, get the engine here (a no-op
@@ -36,14 +36,14 @@ beforeAll(async () => {
   engine = await ensureDockerEngine({ install: true, log });
   baseImage = await ensureNodeBaseImage(engine.docker, log);
   socketDir = mkdtempSync(join(tmpdir(), "oub-docker-test-"));
-  // The container user (uid 1000) must be able to traverse the mounted directory.
-  chmodSync(socketDir, 0o755);
+  // The container user (uid 1000) writes its reports into the mounted directory.
+  chmodSync(socketDir, 0o777);
 }, 600_000);
 
 afterAll(async () => {
-  await Promise.all(launched.map((agent) => agent.stop("test cleanup")));
+  await Promise.all(launched.map((workload) => workload.stop("test cleanup")));
   if (engine) {
-    await runtime(["true"]).removeOrphans();
+    for (const adopted of await runtime(["true"]).adopt()) await adopted.workload.stop("test cleanup");
     await engine.stop();
   }
   if (socketDir) rmSync(socketDir, { recursive: true, force: true });
@@ -60,15 +60,21 @@ function runtime(command: string[], options: { image?: string } = {}): DockerRun
   });
 }
 
-async function launchScript(script: string, env: Record<string, string> = {}): Promise<AgentProcess> {
+/** A session id in the product's format, unique to this run. */
+function sessionIdOf(n: number): string {
+  return `ses_${process.pid.toString(16).padStart(8, "0")}${n.toString(16).padStart(16, "0")}`;
+}
+
+async function launchScript(script: string, env: Record<string, string> = {}): Promise<Workload> {
   sessionCounter += 1;
-  const agent = await runtime(["node", "-e", script]).launch({
-    sessionId: `docker-test-${process.pid}-${sessionCounter}`,
+  const workload = await runtime(["node", "-e", script]).launch({
+    sessionId: sessionIdOf(sessionCounter),
+    sessionToken: `token-${sessionCounter}`,
     socketDir,
     env,
   });
-  launched.push(agent);
-  return agent;
+  launched.push(workload);
+  return workload;
 }
 
 async function inspectStatus(docker: Dockerode, id: string): Promise<number | "exists"> {
@@ -80,85 +86,80 @@ async function inspectStatus(docker: Dockerode, id: string): Promise<number | "e
   }
 }
 
+/** A report the container wrote to /mcp/<name>.json, waited for. */
+async function report(name: string, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+  const path = join(socketDir, `${name}.json`);
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(path)) {
+    if (Date.now() > deadline) throw new Error(`no report ${name} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+}
+
+const writeReport = (name: string, expression: string) =>
+  `require("node:fs").writeFileSync("/mcp/${name}.json", JSON.stringify(${expression}));`;
+
 describe("DockerRuntime", () => {
-  it("echoes a stdin line back on stdout, and the droid sees stdin end", async () => {
-    const agent = await launchScript(`
-      const rl = require("node:readline").createInterface({ input: process.stdin });
-      rl.on("line", (line) => console.log("echo:" + line));
-      rl.on("close", () => console.log("stdin closed"));
-    `);
-    agent.stdin.write("hello droid\n");
-    expect(await readLineMatching(agent.stdout, (line) => line.startsWith("echo:"))).toBe("echo:hello droid");
-    agent.stdin.end();
-    // StdinOnce: our EOF reaches the droid and its output after EOF still arrives.
-    expect(await readAllText(agent.stdout)).toBe("stdin closed\n");
-    expect(await agent.exited).toEqual({ exitCode: 0, signal: null });
-  });
-
-  it("keeps stderr separate from stdout", async () => {
-    const agent = await launchScript(`
-      process.stdout.write("to stdout\\n");
-      process.stderr.write("to stderr\\n");
-    `);
-    const [stdout, stderr] = await Promise.all([readAllText(agent.stdout), readAllText(agent.stderr)]);
-    expect(stdout).toBe("to stdout\n");
-    expect(stderr).toBe("to stderr\n");
-    expect((await agent.exited).exitCode).toBe(0);
-  });
-
-  it("runs without network, as uid 1000, with the socket path and env it was given", async () => {
-    const agent = await launchScript(
-      `console.log(JSON.stringify({
+  it("runs without network, as uid 1000, with the socket path, secret and env it was given", async () => {
+    const workload = await launchScript(
+      writeReport(
+        "env",
+        `{
         interfaces: Object.keys(require("node:os").networkInterfaces()),
         uid: process.getuid(),
         gid: process.getgid(),
         socket: process.env.OUBLIETTE_SOCKET,
+        token: process.env.OUBLIETTE_SESSION_TOKEN,
+        session: process.env.OUBLIETTE_SESSION_ID,
         custom: process.env.CUSTOM_VALUE,
-      }));`,
+      }`,
+      ),
       { CUSTOM_VALUE: "a value; with $(no) shell `expansion`" },
     );
-    const report = JSON.parse(await readAllText(agent.stdout));
-    expect(report).toEqual({
+    expect(await report("env")).toEqual({
       interfaces: ["lo"],
       uid: 1000,
       gid: 1000,
       socket: "/mcp/relay.sock",
+      token: `token-${sessionCounter}`,
+      session: sessionIdOf(sessionCounter),
       custom: "a value; with $(no) shell `expansion`",
     });
+    expect(await workload.exited).toEqual({ exitCode: 0, signal: null });
   });
 
   it("lets the container connect to a Unix socket the host serves in socketDir", async () => {
     const server = await serveRelaySocket(join(socketDir, "relay.sock"));
     try {
-      const agent = await launchScript(`
+      const workload = await launchScript(`
         const socket = require("node:net").connect(process.env.OUBLIETTE_SOCKET);
         socket.on("error", (error) => { console.error(error.message); process.exit(2); });
         socket.on("connect", () => socket.write("ping\\n"));
-        socket.on("data", (data) => { process.stdout.write(String(data)); socket.end(); });
+        socket.on("data", (data) => { ${writeReport("socket", "{ got: String(data) }")} socket.end(); });
       `);
-      const [stdout, stderr] = await Promise.all([readAllText(agent.stdout), readAllText(agent.stderr)]);
-      expect(stderr).toBe("");
-      expect(stdout).toBe("pong:ping\n");
+      expect(await report("socket")).toEqual({ got: "pong:ping\n" });
+      expect((await workload.exited).exitCode).toBe(0);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
   });
 
   it("stop() stops and removes the container, and is idempotent", async () => {
-    const agent = await launchScript(`console.log("up"); setInterval(() => {}, 1000);`);
-    await readLineMatching(agent.stdout, (line) => line === "up");
-    expect(await inspectStatus(engine.docker, agent.id)).toBe("exists");
-    await Promise.all([agent.stop("test"), agent.stop("test again")]);
-    expect(await inspectStatus(engine.docker, agent.id)).toBe(404);
+    const workload = await launchScript(`${writeReport("up", "true")} setInterval(() => {}, 1000);`);
+    await report("up");
+    expect(await inspectStatus(engine.docker, workload.id)).toBe("exists");
+    await Promise.all([workload.stop("test"), workload.stop("test again")]);
+    expect(await inspectStatus(engine.docker, workload.id)).toBe(404);
     // tini forwards the engine's SIGTERM; node dies of it: 128 + 15.
-    expect(await agent.exited).toEqual({ exitCode: 143, signal: null });
-    await agent.stop("after removal");
+    expect(await workload.exited).toEqual({ exitCode: 143, signal: null });
+    await workload.stop("after removal");
   });
 
   it("fails a launch of a missing image with image_not_found and leaves no container", async () => {
-    const sessionId = `docker-test-${process.pid}-missing`;
+    const sessionId = sessionIdOf(999_999);
     const missing = runtime(["true"], { image: "oubliette/does-not-exist:never" });
-    const failure = await missing.launch({ sessionId, socketDir, env: {} }).then(
+    const failure = await missing.launch({ sessionId, sessionToken: "t", socketDir, env: {} }).then(
       () => null,
       (error: unknown) => error,
     );
@@ -174,22 +175,34 @@ describe("DockerRuntime", () => {
   // Provided by test/support/docker-setup.ts (the globalSetup); absent when it is not wired.
   const droidImage = inject("droidImage");
   it.skipIf(droidImage === undefined)(
-    "droid image holds the bundles and runs as droid in its home",
+    "droid image holds the bundles, runs the runner, as droid in its home",
     async () => {
       sessionCounter += 1;
-      const agent = await runtime(
+      const workload = await runtime(
         [
           "node",
           "-e",
-          `console.log(JSON.stringify({ files: require("node:fs").readdirSync("/opt/oubliette").sort(),
-          cwd: process.cwd(), user: require("node:os").userInfo().username }))`,
+          writeReport(
+            "image",
+            `{ files: require("node:fs").readdirSync("/opt/oubliette").sort(),
+          cwd: process.cwd(), user: require("node:os").userInfo().username,
+          agent: process.env.OUBLIETTE_AGENT_COMMAND }`,
+          ),
         ],
         { image: droidImage },
-      ).launch({ sessionId: `docker-test-${process.pid}-${sessionCounter}`, socketDir, env: {} });
-      launched.push(agent);
-      const report = JSON.parse(await readAllText(agent.stdout));
-      expect(report.files).toEqual(expect.arrayContaining(["container-client.mjs", "scripted-droid.mjs"]));
-      expect(report).toMatchObject({ cwd: "/home/droid", user: "droid" });
+      ).launch({
+        sessionId: sessionIdOf(sessionCounter),
+        sessionToken: "t",
+        socketDir,
+        env: {},
+      });
+      launched.push(workload);
+      const image = await report("image");
+      expect(image.files).toEqual(expect.arrayContaining(["container-client.mjs", "scripted-droid.mjs"]));
+      expect(image).toMatchObject({ cwd: "/home/droid", user: "droid" });
+      expect(JSON.parse(String(image.agent))).toEqual(["node", "/opt/oubliette/scripted-droid.mjs"]);
+      const config = await engine.docker.getImage(droidImage ?? "").inspect();
+      expect(config.Config.Cmd).toEqual(["node", "/opt/oubliette/container-client.mjs", "runner"]);
     },
   );
 
@@ -199,18 +212,39 @@ describe("DockerRuntime", () => {
       hostId,
       logger,
       dockerImage: baseImage,
-      processCommand: ["true"],
+      runnerCommand: ["true"],
       dockerSocket: engine.socketPath,
     });
     expect(selected).toBeInstanceOf(DockerRuntime);
   });
 
-  it("removeOrphans() removes this host's containers left behind", async () => {
-    const agent = await launchScript(`setInterval(() => {}, 1000);`);
-    const removed = await runtime(["true"]).removeOrphans();
-    expect(removed).toBeGreaterThanOrEqual(1);
-    expect(await inspectStatus(engine.docker, agent.id)).toBe(404);
-    expect((await agent.exited).exitCode).not.toBe(0);
+  it("adopt() hands a restarted host-agent its running containers and removes the stopped ones", async () => {
+    const running = await launchScript(`setInterval(() => {}, 1000);`);
+    const stopped = await launchScript(`process.exit(0);`);
+    await stopped.exited;
+    // Another host's container on the same engine is none of our business.
+    const other = await new DockerRuntime({
+      docker: engine.docker,
+      hostId: `${hostId}-other`,
+      defaultImage: baseImage,
+      logger,
+      command: ["node", "-e", "setInterval(() => {}, 1000)"],
+      stopTimeoutSeconds: 1,
+    }).launch({ sessionId: sessionIdOf(888_888), sessionToken: "o", socketDir, env: {} });
+    launched.push(other);
+
+    // A new runtime object is what a restarted host-agent has: nothing but the engine and its host id.
+    const adopted = await runtime(["true"]).adopt();
+    const mine = adopted.find((a) => a.workload.id === running.id);
+    expect(mine).toMatchObject({ sessionToken: expect.stringMatching(/^token-/), socketDir });
+    expect(adopted.some((a) => a.workload.id === other.id)).toBe(false);
+    expect(await inspectStatus(engine.docker, stopped.id)).toBe(404);
+    expect(await inspectStatus(engine.docker, running.id)).toBe("exists");
+    const labels = (await engine.docker.getContainer(running.id).inspect()).Config.Labels;
+    expect(labels?.[HOST_LABEL]).toBe(hostId);
+    // The adopted workload is the container: stopping it through adoption removes it.
+    await mine?.workload.stop("test");
+    expect(await inspectStatus(engine.docker, running.id)).toBe(404);
   });
 });
 

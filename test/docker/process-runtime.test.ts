@@ -1,82 +1,93 @@
-/** ProcessRuntime with real child processes (node -e scripts): stdio, environment, stop escalation. */
-import { describe, expect, it } from "vitest";
+/**
+ * ProcessRuntime with real child processes: a `node -e` script stands in for the runner and
+ * reports what it was given through a file; stopping escalates from SIGTERM to SIGKILL.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { RuntimeError } from "../../host-agent/src/runtime/errors.js";
 import { ProcessRuntime } from "../../host-agent/src/runtime/process-runtime.js";
-import type { AgentProcess } from "../../host-agent/src/runtime/types.js";
+import type { Workload } from "../../host-agent/src/runtime/types.js";
 import { createLogger } from "../../lib/log.js";
-import { readAllText, readLineMatching } from "../support/stream-text.js";
 
 const logger = createLogger({ name: "process-runtime-test", level: "silent" });
-const socketDir = "/tmp/oub-process-test";
+const socketDir = mkdtempSync(join(tmpdir(), "oub-process-test-"));
+const agentCommand = ["node", "/opt/agent.mjs"];
 
-function runtime(script: string, timing: { termAfterMs?: number; killAfterMs?: number } = {}) {
-  return new ProcessRuntime({ command: [process.execPath, "-e", script], logger, ...timing });
+afterAll(() => rmSync(socketDir, { recursive: true, force: true }));
+
+function runtime(script: string, killAfterMs?: number) {
+  return new ProcessRuntime({
+    runnerCommand: [process.execPath, "-e", script],
+    agentCommand,
+    logger,
+    ...(killAfterMs === undefined ? {} : { killAfterMs }),
+  });
 }
 
-async function launch(rt: ProcessRuntime, env: Record<string, string> = {}): Promise<AgentProcess> {
-  return rt.launch({ sessionId: "process-test", socketDir, env });
+function launch(rt: ProcessRuntime, env: Record<string, string> = {}): Promise<Workload> {
+  return rt.launch({ sessionId: "process-test", sessionToken: "secret", socketDir, env });
 }
+
+async function report(name: string): Promise<Record<string, string>> {
+  const path = join(socketDir, `${name}.json`);
+  for (let i = 0; i < 200 && !existsSync(path); i++) await new Promise((r) => setTimeout(r, 25));
+  return JSON.parse(readFileSync(path, "utf8")) as Record<string, string>;
+}
+
+const writeReport = (name: string, expression: string) =>
+  `require("node:fs").writeFileSync(${JSON.stringify(join(socketDir, `${name}.json`))}, JSON.stringify(${expression}));`;
 
 describe("ProcessRuntime", () => {
-  it("echoes a stdin line on stdout and exits when stdin ends", async () => {
-    const agent = await launch(
-      runtime(`
-        const rl = require("node:readline").createInterface({ input: process.stdin });
-        rl.on("line", (line) => console.log("echo:" + line));
-      `),
-    );
-    expect(agent.id).toMatch(/^pid:\d+$/);
-    agent.stdin.write("hello\n");
-    expect(await readLineMatching(agent.stdout, (line) => line.startsWith("echo:"))).toBe("echo:hello");
-    agent.stdin.end();
-    expect(await agent.exited).toEqual({ exitCode: 0, signal: null });
-  });
-
-  it("passes spec.env, OUBLIETTE_SOCKET, PATH and HOME, and nothing else from the parent", async () => {
+  it("gives the runner the session's socket, secret, agent command and env, and none of our secrets", async () => {
     process.env.OUBLIETTE_TEST_PARENT_SECRET = "must not leak";
     try {
-      const agent = await launch(runtime(`console.log(JSON.stringify(process.env))`), { CUSTOM: "x y $z" });
-      const env = JSON.parse(await readAllText(agent.stdout));
-      expect(env.CUSTOM).toBe("x y $z");
-      expect(env.OUBLIETTE_SOCKET).toBe(`${socketDir}/relay.sock`);
-      expect(env.PATH).toBe(process.env.PATH);
+      const workload = await launch(runtime(writeReport("env", "process.env")), { CUSTOM: "x y $z" });
+      expect(workload.id).toMatch(/^pid:\d+$/);
+      const env = await report("env");
+      expect(env).toMatchObject({
+        CUSTOM: "x y $z",
+        OUBLIETTE_SOCKET: `${socketDir}/relay.sock`,
+        OUBLIETTE_SESSION_TOKEN: "secret",
+        OUBLIETTE_SESSION_ID: "process-test",
+        OUBLIETTE_RUNNER_EXIT_WITH_PARENT: "1",
+        PATH: process.env.PATH,
+      });
+      expect(JSON.parse(env.OUBLIETTE_AGENT_COMMAND ?? "")).toEqual(agentCommand);
       expect(env.OUBLIETTE_TEST_PARENT_SECRET).toBeUndefined();
+      expect(await workload.exited).toEqual({ exitCode: 0, signal: null });
     } finally {
       delete process.env.OUBLIETTE_TEST_PARENT_SECRET;
     }
   });
 
-  it("stop() sends SIGTERM to a process that ignores stdin end", async () => {
-    const agent = await launch(
-      runtime(`console.log("ready"); setInterval(() => {}, 1000);`, { termAfterMs: 100 }),
-    );
-    await readLineMatching(agent.stdout, (line) => line === "ready");
-    await agent.stop("test");
-    expect(await agent.exited).toEqual({ exitCode: null, signal: "SIGTERM" });
+  it("stop() sends SIGTERM", async () => {
+    const workload = await launch(runtime(`${writeReport("term", "true")} setInterval(() => {}, 1000);`));
+    await report("term");
+    await workload.stop("test");
+    expect(await workload.exited).toEqual({ exitCode: null, signal: "SIGTERM" });
   });
 
-  it("stop() escalates to SIGKILL for a process that ignores SIGTERM, and is idempotent", async () => {
-    const agent = await launch(
+  it("stop() escalates to SIGKILL for a runner that ignores SIGTERM, and is idempotent", async () => {
+    const workload = await launch(
       runtime(
-        `process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("ready"); setInterval(() => {}, 1000);`,
-        {
-          termAfterMs: 100,
-          killAfterMs: 300,
-        },
+        `process.on("SIGTERM", () => {}); ${writeReport("kill", "true")} setInterval(() => {}, 1000);`,
+        300,
       ),
     );
-    await readLineMatching(agent.stdout, (line) => line === "ready");
+    await report("kill");
     const startedAt = Date.now();
-    const first = agent.stop("test");
-    expect(agent.stop("again")).toBe(first);
+    const first = workload.stop("test");
+    expect(workload.stop("again")).toBe(first);
     await first;
-    expect(await agent.exited).toEqual({ exitCode: null, signal: "SIGKILL" });
-    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(350);
-    await agent.stop("after exit");
+    expect(await workload.exited).toEqual({ exitCode: null, signal: "SIGKILL" });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(250);
+    await workload.stop("after exit");
   });
 
   it("fails a launch of a missing program with a typed runtime_error", async () => {
-    const rt = new ProcessRuntime({ command: ["/nonexistent/droid-binary"], logger });
+    const rt = new ProcessRuntime({ runnerCommand: ["/nonexistent/runner"], agentCommand, logger });
     const failure = await launch(rt).then(
       () => null,
       (error: unknown) => error,
@@ -85,7 +96,9 @@ describe("ProcessRuntime", () => {
     expect(failure).toMatchObject({ code: "runtime_error" });
   });
 
-  it("has no orphans to remove", async () => {
-    expect(await runtime("").removeOrphans()).toBe(0);
+  it("does not survive the host-agent, so it has nothing to re-adopt", async () => {
+    const rt = runtime("");
+    expect(rt.survivesRestart).toBe(false);
+    expect(await rt.adopt()).toEqual([]);
   });
 });

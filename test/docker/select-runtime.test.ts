@@ -8,7 +8,8 @@ const base = {
   hostId: "select-test",
   logger: createLogger({ name: "select-runtime-test", level: "silent" }),
   dockerImage: "oubliette/droid:dev",
-  processCommand: [process.execPath, "-e", ""],
+  runnerCommand: [process.execPath, "-e", ""],
+  processAgentCommand: [process.execPath, "-e", ""],
   dockerSocket: "/tmp/oub-select-test/no-such-docker.sock",
 };
 

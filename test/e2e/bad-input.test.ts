@@ -93,7 +93,7 @@ describe("MCP endpoint", () => {
 });
 
 describe("tunnel", () => {
-  it("answers bad frames with error frames and keeps the connection", async () => {
+  it("answers bad frames with JSON-RPC errors and keeps the connection", async () => {
     const url = new URL("/v1/tunnel/host?host_id=intruder", stack.url.replace("http", "ws"));
     const ws = new WebSocket(url, { headers: { authorization: `Bearer ${stack.hostToken}` } });
     const frames: Record<string, unknown>[] = [];
@@ -106,12 +106,22 @@ describe("tunnel", () => {
       ws.once("error", reject);
     });
     ws.send("not json");
-    ws.send(JSON.stringify({ type: "launch_missiles" }));
-    ws.send(JSON.stringify({ type: "ack" }));
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "launch_missiles" }));
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id: { bad: "id" }, method: "host_hello" }));
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "host_hello", params: { v: 2 } }));
+    ws.send(
+      `{"jsonrpc":"2.0","id":3,"method":"host_hello","params":${"[".repeat(100_000)}${"]".repeat(100_000)}}`,
+    );
     ws.send("x".repeat(1024 * 1024 + 10));
     ws.send("ping");
-    await expect.poll(() => frames.length, { timeout: 5_000 }).toBe(4);
-    for (const frame of frames) expect(frame).toMatchObject({ type: "error", error: { code: "bad_frame" } });
+    await expect.poll(() => frames.length, { timeout: 5_000 }).toBe(6);
+    expect(frames.map((f) => (f.error as { code: number }).code)).toEqual([
+      -32700, -32003, -32600, -32602, -32600, -32600,
+    ]);
+    expect(frames[4]).toMatchObject({
+      id: null,
+      error: { message: expect.stringMatching(/nested deeper than 64/) },
+    });
     expect(ws.readyState).toBe(WebSocket.OPEN);
     ws.close();
   });

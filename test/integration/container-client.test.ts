@@ -1,6 +1,8 @@
 /**
- * End to end across real processes: a RelaySocketServer in this process, the scripted droid as
- * a child process, and the container-client it starts over MCP stdio.
+ * End to end across real processes: a RelaySocketServer in this process (the host-agent's side),
+ * the scripted droid as a child process, and the container-client it starts over MCP stdio.
+ * Calls are durable in the container-client: a host side that goes away mid-call (a host-agent
+ * restart) gets the call again, under the same call id, from the reconnected client.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -9,18 +11,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RelaySocketServer } from "../../host-agent/src/socket/index.js";
-import type { CallerToolCall } from "../../host-agent/src/socket/types.js";
+import { type ContainerHandlers, RelaySocketServer } from "../../host-agent/src/socket/index.js";
+import type { CallerToolRequest } from "../../host-agent/src/socket/types.js";
 import { createLogger } from "../../lib/log.js";
-import type { CallerToolOutcome, CallerToolsConfig } from "../../protocol/caller-tools.js";
+import type { HandlerContext } from "../../lib/rpc/peer.js";
+import { type CallerToolsConfig, failureToRpcError } from "../../protocol/caller-tools.js";
+import type { JsonValue } from "../../protocol/json.js";
 import { LineSplitter } from "../../protocol/line-splitter.js";
+import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const TOKEN = "integration-token";
 const logger = createLogger({ name: "relay-it", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
 
 type Line = Record<string, unknown>;
-type Handler = (call: CallerToolCall, signal: AbortSignal) => Promise<CallerToolOutcome>;
+type Handler = (call: CallerToolRequest, ctx: HandlerContext) => Promise<JsonValue>;
 
 /** The scripted droid as a child process: scripts in on stdin, JSON lines out on stdout. */
 class Droid {
@@ -102,7 +107,7 @@ class Droid {
 let dir: string;
 let path: string;
 let server: RelaySocketServer;
-let handler: Handler = async (call) => ({ ok: true, result: call.arguments });
+let handler: Handler = async (call) => call.arguments;
 let droid: Droid;
 
 const baseConfig: CallerToolsConfig = {
@@ -119,16 +124,18 @@ const baseConfig: CallerToolsConfig = {
     { name: "gather" },
   ],
   timeout_ms: 5_000,
+  backstop_ms: 20_000,
+};
+
+const handlers: ContainerHandlers = {
+  callerTool: (call, ctx) => handler(call, ctx),
+  runnerConnected: () => {},
+  runnerGone: () => {},
+  agentEvents: () => {},
 };
 
 async function startServer(config: CallerToolsConfig = baseConfig): Promise<RelaySocketServer> {
-  const s = new RelaySocketServer({
-    path,
-    sessionId: "sess-it",
-    sessionToken: TOKEN,
-    logger,
-    handlers: { callerTool: (call, signal) => handler(call, signal) },
-  });
+  const s = new RelaySocketServer({ path, sessionId: "sess-it", sessionToken: TOKEN, logger, handlers });
   s.setCallerToolsConfig(config);
   await s.start();
   return s;
@@ -200,12 +207,11 @@ describe("container-client end to end", () => {
   });
 
   it("relays a call and maps results: JSON, string, and MCP results pass through", async () => {
-    handler = async (call): Promise<CallerToolOutcome> => {
-      if (call.arguments.kind === "string") return { ok: true, result: "plain text" };
-      if (call.arguments.kind === "mcp") {
-        return { ok: true, result: { content: [{ type: "text", text: "from mcp" }], isError: false } };
-      }
-      return { ok: true, result: { echoed: call.arguments } };
+    handler = async (call): Promise<JsonValue> => {
+      if (call.arguments.kind === "string") return "plain text";
+      if (call.arguments.kind === "mcp")
+        return { content: [{ type: "text", text: "from mcp" }], isError: false };
+      return { echoed: call.arguments };
     };
     const lines = await droid.run({
       steps: [
@@ -227,21 +233,23 @@ describe("container-client end to end", () => {
   });
 
   it("a caller error reads as the caller's own message", async () => {
-    handler = async () => ({ ok: false, error: { reason: "caller_error", message: "recipient not found" } });
+    handler = async () => {
+      throw failureToRpcError("caller_error", "recipient not found");
+    };
     const lines = await droid.run({ op: "call", id: "f", name: "ant_fail" });
     expect(lines[0]).toMatchObject({ op: "call", id: "f", is_error: true });
     expect(textOf(lines[0] as Line)).toBe("recipient not found");
   });
 
   it("answers 50 concurrent calls resolved out of order, each with its own result", async () => {
-    const waiting: Array<{ n: number; resolve: (o: CallerToolOutcome) => void }> = [];
+    const waiting: Array<{ n: number; resolve: (o: JsonValue) => void }> = [];
     handler = (call) =>
       new Promise((resolve) => {
         waiting.push({ n: Number(call.arguments.n), resolve });
         if (waiting.length === 50) {
           // A fixed shuffle: every other one from the back, then the rest.
           const order = [...waiting].reverse().sort((a, b) => (a.n % 2) - (b.n % 2));
-          for (const w of order) w.resolve({ ok: true, result: { n: w.n } });
+          for (const w of order) w.resolve({ n: w.n });
         }
       });
     const steps = Array.from({ length: 50 }, (_, n) => ({
@@ -259,25 +267,25 @@ describe("container-client end to end", () => {
     }
   });
 
-  it("a request too large for one socket line fails at once with a clear message", async () => {
+  it("arguments over the size budget fail at once with a too_large error naming the limit", async () => {
     let called = false;
     handler = async () => {
       called = true;
-      return { ok: true, result: null };
+      return null;
     };
     const lines = await droid.run({
       op: "call",
       id: "big",
       name: "ant_echo",
-      arguments: { pad: "x".repeat(1_100_000) },
+      arguments: { pad: "x".repeat(300 * 1024) },
     });
     expect(lines[0]).toMatchObject({ op: "call", id: "big", is_error: true });
-    expect(textOf(lines[0] as Line)).toMatch(/too large to relay/);
+    expect(textOf(lines[0] as Line)).toMatch(/is \d+ bytes encoded; the limit is 262144 bytes/);
     expect(called).toBe(false);
   });
 
   it("benchmarks a tool with bounded concurrency and no mismatches", async () => {
-    handler = async (call) => ({ ok: true, result: call.arguments });
+    handler = async (call) => call.arguments;
     const lines = await droid.run(
       { op: "bench", name: "ant_echo", count: 300, concurrency: 16, warmup: 10, arguments: { pad: "x" } },
       30_000,
@@ -287,39 +295,59 @@ describe("container-client end to end", () => {
     expect(report.calls_per_s).toBeGreaterThan(0);
   }, 40_000);
 
-  it("a caller that never answers ends with the relay's timeout, not a hang", async () => {
+  it("a host side that never answers ends at the client's backstop, with its reason, not a hang", async () => {
     handler = () => new Promise(() => {});
-    server.setCallerToolsConfig({ ...baseConfig, timeout_ms: 300 });
+    server.setCallerToolsConfig({ ...baseConfig, timeout_ms: 300, backstop_ms: 800 });
     const lines = await droid.run({ op: "call", id: "t", name: "ant_hang" }, 15_000);
     expect(lines[0]).toMatchObject({ op: "call", id: "t", is_error: true });
-    expect(textOf(lines[0] as Line)).toMatch(/did not answer within/);
+    expect(textOf(lines[0] as Line)).toMatch(/no answer from the host-agent within 0.8 s/);
     server.setCallerToolsConfig(baseConfig);
   }, 20_000);
 
-  it("server close answers an in-flight call; the next call succeeds on a new server", async () => {
-    let started = false;
-    handler = () => {
-      started = true;
-      return new Promise(() => {});
-    };
-    const seq = droid.send({ op: "call", id: "inflight", name: "ant_hang" });
-    await until(() => started);
-    await server.close();
-    const failed = await droid.take((l) => l.op === "call" && l.id === "inflight");
-    await droid.take((l) => l.op === "done" && l.seq === seq);
-    expect(failed.is_error).toBe(true);
-    expect(textOf(failed)).toMatch(/closed/);
-
-    handler = async (call) => ({ ok: true, result: call.arguments });
-    server = await startServer();
-    const lines = await droid.run({ op: "call", id: "after", name: "ant_echo", arguments: { again: true } });
-    expect(lines[0]).toMatchObject({ is_error: false, content: [{ type: "text", text: '{"again":true}' }] });
+  it("the droid's cancellation reaches the host side as a cancel of that call", async () => {
+    let cancelledWith: unknown;
+    handler = (_call, ctx) =>
+      new Promise((_, reject) => {
+        ctx.signal.addEventListener("abort", () => {
+          cancelledWith = ctx.signal.reason;
+          reject(ctx.signal.reason);
+        });
+      });
+    const lines = await droid.run({ op: "call", id: "gives-up", name: "ant_hang", timeout_ms: 300 }, 15_000);
+    expect(lines[0]).toMatchObject({ op: "call", id: "gives-up" });
+    await until(() => cancelledWith !== undefined);
+    expect(cancelledWith).toMatchObject({ code: RpcErrorCode.RequestCancelled });
   }, 20_000);
 
-  it("an abrupt socket drop fails the in-flight call; the client reconnects and keeps serving", async () => {
+  it("a call in flight when the host side restarts is re-sent under the same call id and answered once", async () => {
+    const seen: string[] = [];
+    handler = (call) => {
+      seen.push(String(call.call_id));
+      return new Promise(() => {});
+    };
+    const seq = droid.send({ op: "call", id: "inflight", name: "ant_hang", arguments: { n: 1 } });
+    await until(() => seen.length === 1);
     await server.close();
-    // A host-agent that accepts hello and then dies in the middle of a call.
-    let sawCall = false;
+    handler = async (call) => {
+      seen.push(String(call.call_id));
+      return { answered: "by the new host side" };
+    };
+    server = await startServer();
+    const line = await droid.take((l) => l.op === "call" && l.id === "inflight", 15_000);
+    await droid.take((l) => l.op === "done" && l.seq === seq);
+    expect(line).toMatchObject({
+      is_error: false,
+      content: [{ type: "text", text: '{"answered":"by the new host side"}' }],
+    });
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen[1]).toBe(seen[0]);
+  }, 20_000);
+
+  it("an abrupt socket drop mid-call loses nothing: the client reconnects and re-sends", async () => {
+    await server.close();
+    // A host side that accepts hello and then dies in the middle of a call.
+    let dropped: string | undefined;
     const sockets = new Set<Socket>();
     const fake: Server = createServer((socket) => {
       sockets.add(socket);
@@ -328,13 +356,13 @@ describe("container-client end to end", () => {
       socket.on("data", (chunk: Buffer) => {
         for (const e of splitter.push(chunk)) {
           if (e.kind !== "line") continue;
-          const msg = JSON.parse(e.text) as { id: number; method: string };
+          const msg = JSON.parse(e.text) as { id: number; method: string; params: { call_id?: string } };
           if (msg.method === "hello") {
             socket.write(
-              `${JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { session_id: "x", protocol_version: 1 } })}\n`,
+              `${JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { session_id: "x", protocol_version: 2 } })}\n`,
             );
           } else if (msg.method === "caller_tool") {
-            sawCall = true;
+            dropped = msg.params.call_id;
             socket.destroy();
           }
         }
@@ -344,17 +372,21 @@ describe("container-client end to end", () => {
     await until(() => sockets.size > 0);
     await new Promise((r) => setTimeout(r, 100));
 
-    const lost = await droid.run({ op: "call", id: "lost", name: "ant_echo", arguments: {} });
-    expect(sawCall).toBe(true);
-    expect(lost[0]).toMatchObject({ op: "call", id: "lost", is_error: true });
-    expect(textOf(lost[0] as Line)).toBe("connection to the host-agent was lost");
-
+    let resent: string | undefined;
+    handler = async (call) => {
+      resent = call.call_id;
+      return { back: 1 };
+    };
+    const seq = droid.send({ op: "call", id: "survives", name: "ant_echo", arguments: {} });
+    await until(() => dropped !== undefined);
     await new Promise<void>((resolve) => {
       for (const s of sockets) s.destroy();
       fake.close(() => resolve());
     });
     server = await startServer();
-    const ok = await droid.run({ op: "call", id: "back", name: "ant_echo", arguments: { back: 1 } });
-    expect(ok[0]).toMatchObject({ is_error: false, content: [{ type: "text", text: '{"back":1}' }] });
+    const line = await droid.take((l) => l.op === "call" && l.id === "survives", 15_000);
+    await droid.take((l) => l.op === "done" && l.seq === seq);
+    expect(line).toMatchObject({ is_error: false, content: [{ type: "text", text: '{"back":1}' }] });
+    expect(resent).toBe(dropped);
   }, 20_000);
 });

@@ -16,6 +16,7 @@ const config: CallerToolsConfig = {
   caller_id: "ant",
   tools: [{ name: "slow", description: "takes a while" }],
   timeout_ms: 1_000,
+  backstop_ms: 76_000,
 };
 
 type CallerTool = (tool: string, args: JsonObject, options: CallOptions) => Promise<JsonValue>;
@@ -50,7 +51,7 @@ async function setup(callerTool: CallerTool, progressIntervalMs = 10_000) {
 }
 
 describe("DroidMcpServer", () => {
-  it("waits config timeout + margin and keeps the droid waiting with progress", async () => {
+  it("waits up to the config's backstop and keeps the droid waiting with progress", async () => {
     let seen: CallOptions | undefined;
     const { client } = await setup(async (_tool, args, options) => {
       seen = options;
@@ -68,7 +69,7 @@ describe("DroidMcpServer", () => {
     });
     expect(result.content).toEqual([{ type: "text", text: '{"got":{"a":1}}' }]);
     expect(progress).toBeGreaterThanOrEqual(3);
-    expect(seen?.timeoutMs).toBe(config.timeout_ms + 5_000);
+    expect(seen?.backstopMs).toBe(config.backstop_ms);
   });
 
   it("sends list_changed after initialization when the set changes", async () => {
@@ -81,6 +82,30 @@ describe("DroidMcpServer", () => {
     expect(listChanged()).toBe(1);
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["ant_other"]);
     expect(registry.replace({ ...config, tools: [{ name: "other" }] })).toBe(false);
+  });
+
+  it("passes the droid's cancellation to the relay", async () => {
+    let aborted = false;
+    let started: () => void = () => {};
+    const sawStart = new Promise<void>((r) => (started = r));
+    const { client } = await setup(
+      (_tool, _args, options) =>
+        new Promise((_, reject) => {
+          started();
+          options.signal?.addEventListener("abort", () => {
+            aborted = true;
+            reject(new RelayCallError("cancelled", "the call was cancelled"));
+          });
+        }),
+    );
+    const controller = new AbortController();
+    const call = client.callTool({ name: "ant_slow", arguments: {} }, undefined, {
+      signal: controller.signal,
+    });
+    await sawStart;
+    controller.abort("the droid gave up");
+    await expect(call).rejects.toThrow();
+    await expect.poll(() => aborted).toBe(true);
   });
 
   it("turns relay failures into tool errors with a readable message", async () => {

@@ -34,20 +34,31 @@ describe("passesLevel", () => {
 });
 
 describe("caller tool outcomes", () => {
-  it("relays a result, null when the caller gave none", () => {
+  it("relays a result", () => {
     expect(answerOutcome({ status: "sent" }, undefined)).toEqual({ ok: true, result: { status: "sent" } });
-    expect(answerOutcome(undefined, null)).toEqual({ ok: true, result: null });
+    expect(answerOutcome({ status: "sent" }, null)).toEqual({ ok: true, result: { status: "sent" } });
   });
 
   it.each([
     ["a string", "printer on fire", "printer on fire"],
     ["an object with a message", { message: "nope", code: 3 }, "nope"],
     ["any other value, as JSON", { code: 3 }, '{"code":3}'],
-  ])("turns %s error into caller_error, winning over a result", (_, error, message) => {
-    expect(answerOutcome("ignored", error)).toEqual({
-      ok: false,
-      error: { reason: "caller_error", message },
-    });
+  ])("turns %s error into caller_error", (_, error, message) => {
+    expect(answerOutcome(null, error)).toEqual({ ok: false, error: { reason: "caller_error", message } });
+  });
+
+  it("refuses an answer with both result and error, or with neither", () => {
+    expect(() => answerOutcome("r", "e")).toThrow(expect.objectContaining({ code: "invalid_arguments" }));
+    expect(() => answerOutcome(undefined, undefined)).toThrow(
+      expect.objectContaining({ code: "invalid_arguments" }),
+    );
+    expect(() => answerOutcome(null, null)).toThrow(/give result/);
+  });
+
+  it("refuses an answer over the result budget, naming the limit", () => {
+    expect(() => answerOutcome("x".repeat(600_000), undefined)).toThrow(
+      expect.objectContaining({ code: "too_large", message: expect.stringContaining("524288") }),
+    );
   });
 
   it("builds failures and human durations", () => {

@@ -7,7 +7,12 @@ import {
 } from "../../protocol/caller-tools.js";
 import { loggerFor, SessionEventSchema } from "../../protocol/events.js";
 import { SubscriberFrameSchema } from "../../protocol/subscriber.js";
-import { HostToRegistrySchema, HostToSessionSchema, SessionToHostSchema } from "../../protocol/tunnel.js";
+import {
+  HostHelloParamsSchema,
+  SessionEventsParamsSchema,
+  SessionHelloResultSchema,
+  TunnelCallerToolParamsSchema,
+} from "../../protocol/tunnel.js";
 
 describe("caller tools", () => {
   it("accepts tools with an object input schema and refuses others", () => {
@@ -33,9 +38,8 @@ describe("caller tools", () => {
     ["an_t", false],
     ["a".repeat(33), false],
   ])("judges caller_id %j: %s", (callerId, ok) => {
-    expect(CallerToolsConfigSchema.safeParse({ caller_id: callerId, tools: [], timeout_ms: 1 }).success).toBe(
-      ok,
-    );
+    const config = { caller_id: callerId, tools: [], timeout_ms: 1, backstop_ms: 2 };
+    expect(CallerToolsConfigSchema.safeParse(config).success).toBe(ok);
   });
 
   it("prefixes tool names with the caller id", () => {
@@ -53,58 +57,53 @@ describe("caller tools", () => {
   });
 });
 
-describe("tunnel frames", () => {
+describe("tunnel messages", () => {
   it("parses the host hello and refuses missing fields", () => {
     const hello = {
-      type: "host_hello",
-      v: 1,
+      v: 2,
       host_id: "h1",
       runtime: "docker",
       agent_version: "1",
       sessions: [],
       max_sessions: 4,
     };
-    expect(HostToRegistrySchema.safeParse(hello).success).toBe(true);
-    expect(HostToRegistrySchema.safeParse({ ...hello, max_sessions: 0 }).success).toBe(false);
-    expect(HostToRegistrySchema.safeParse({ ...hello, runtime: "vm" }).success).toBe(false);
+    expect(HostHelloParamsSchema.safeParse(hello).success).toBe(true);
+    expect(HostHelloParamsSchema.safeParse({ ...hello, max_sessions: 0 }).success).toBe(false);
+    expect(HostHelloParamsSchema.safeParse({ ...hello, runtime: "vm" }).success).toBe(false);
   });
 
-  it("bounds session_events batches and requires a positive seq", () => {
-    const batch = (seq: number, n: number) => ({
-      type: "session_events",
-      seq,
-      events: Array.from({ length: n }, () => ({ type: "droid_log", text: "x" })),
+  it("bounds session_events batches and requires a positive seq per event", () => {
+    const batch = (first: number, n: number) => ({
+      events: Array.from({ length: n }, (_, i) => ({ seq: first + i, type: "droid_log", text: "x" })),
     });
-    expect(HostToSessionSchema.safeParse(batch(1, 1)).success).toBe(true);
-    expect(HostToSessionSchema.safeParse(batch(0, 1)).success).toBe(false);
-    expect(HostToSessionSchema.safeParse(batch(1, 0)).success).toBe(false);
-    expect(HostToSessionSchema.safeParse(batch(1, 257)).success).toBe(false);
+    expect(SessionEventsParamsSchema.safeParse(batch(1, 1)).success).toBe(true);
+    expect(SessionEventsParamsSchema.safeParse(batch(0, 1)).success).toBe(false);
+    expect(SessionEventsParamsSchema.safeParse(batch(1, 0)).success).toBe(false);
+    expect(SessionEventsParamsSchema.safeParse(batch(1, 257)).success).toBe(false);
   });
 
-  it("requires caller_tool_call arguments to be an object", () => {
-    const call = { type: "caller_tool_call", call_id: "c", tool: "t", arguments: {} };
-    expect(HostToSessionSchema.safeParse(call).success).toBe(true);
-    expect(HostToSessionSchema.safeParse({ ...call, arguments: [] }).success).toBe(false);
-    expect(HostToSessionSchema.safeParse({ ...call, call_id: "" }).success).toBe(false);
+  it("requires a caller_tool call id and object arguments", () => {
+    const call = { call_id: "c-1", tool: "t", arguments: {} };
+    expect(TunnelCallerToolParamsSchema.safeParse(call).success).toBe(true);
+    expect(TunnelCallerToolParamsSchema.safeParse({ ...call, arguments: [] }).success).toBe(false);
+    expect(TunnelCallerToolParamsSchema.safeParse({ ...call, call_id: "" }).success).toBe(false);
+    expect(TunnelCallerToolParamsSchema.safeParse({ ...call, call_id: "has space" }).success).toBe(false);
   });
 
-  it("parses every frame a session sends", () => {
-    const frames = [
-      { type: "session_welcome", v: 1, session_id: "s", stored_event_seq: 0 },
-      { type: "caller_tools_config", config: { caller_id: null, tools: [], timeout_ms: 1000 } },
-      { type: "caller_tool_result", call_id: "c", outcome: { ok: true, result: null } },
-      { type: "droid_message", seq: 1, text: "hi" },
-      { type: "session_events_ack", seq: 3 },
-      { type: "error", error: { code: "bad_frame", message: "x" } },
-    ];
-    for (const frame of frames) expect(SessionToHostSchema.safeParse(frame).success).toBe(true);
+  it("parses the session's hello answer with its config", () => {
+    const welcome = {
+      session_id: "s",
+      stored_event_seq: 0,
+      config: { caller_id: null, tools: [], timeout_ms: 1000, backstop_ms: 76_000 },
+    };
+    expect(SessionHelloResultSchema.safeParse(welcome).success).toBe(true);
   });
 });
 
 describe("session events", () => {
   const base = { session_id: "s", index: 0, ts: "t" };
 
-  it("routes caller tool requests to oubliette.caller_tool and the rest to oubliette.session", () => {
+  it("routes caller tool requests and failures to oubliette.caller_tool and the rest to oubliette.session", () => {
     const request = SessionEventSchema.parse({
       ...base,
       type: "caller_tool_request",
@@ -115,6 +114,15 @@ describe("session events", () => {
       deadline: "d",
     });
     expect(loggerFor(request)).toBe("oubliette.caller_tool");
+    const failed = SessionEventSchema.parse({
+      ...base,
+      type: "caller_tool_failed",
+      request_id: "r",
+      tool: "t",
+      reason: "cancelled",
+      message: "m",
+    });
+    expect(loggerFor(failed)).toBe("oubliette.caller_tool");
     expect(loggerFor(SessionEventSchema.parse({ ...base, type: "droid_log", text: "x" }))).toBe(
       "oubliette.session",
     );

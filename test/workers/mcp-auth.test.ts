@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 import { McpErrorCode } from "../../worker/src/mcp/json-rpc.js";
 import { initialize, initializeRequest, mcpFetch, rpc, rpcBody } from "./support/mcp.js";
 import { HOST_TOKEN, OTHER_TOKEN, UNKNOWN_TOKEN } from "./support/tokens.js";
+
+/**
+ * An unknown or ended MCP session: HTTP 404 with an invalid-request JSON-RPC error (-32001 is the
+ * API-key error of the container path, and means only that).
+ */
+const SESSION_NOT_FOUND = RpcErrorCode.InvalidRequest;
 
 const listTools = { jsonrpc: "2.0", id: 2, method: "tools/list" };
 
@@ -44,7 +51,7 @@ describe("/mcp sessions", () => {
   ])("answers 404 for %s", async (_, session) => {
     const res = await mcpFetch({ body: listTools, session });
     expect(res.status).toBe(404);
-    expect((await rpcBody(res)).error?.code).toBe(McpErrorCode.sessionNotFound);
+    expect((await rpcBody(res)).error?.code).toBe(SESSION_NOT_FOUND);
   });
 
   it("answers 404 when another token uses the session, and the owner keeps it", async () => {
@@ -70,7 +77,7 @@ describe("/mcp sessions", () => {
     expect(del.status).toBe(204);
     const post = await mcpFetch({ body: listTools, session });
     expect(post.status).toBe(404);
-    expect((await rpcBody(post)).error?.code).toBe(McpErrorCode.sessionNotFound);
+    expect((await rpcBody(post)).error?.code).toBe(SESSION_NOT_FOUND);
     expect((await mcpFetch({ method: "GET", session })).status).toBe(404);
     expect((await mcpFetch({ method: "DELETE", session })).status).toBe(404);
   });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { disconnectAll, FakeHost, SessionTunnel } from "./support/fake-host.js";
+import { Limits } from "../../protocol/limits.js";
+import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
 import { SseReader } from "./support/sse.js";
 import { OTHER_TOKEN } from "./support/tokens.js";
@@ -30,7 +31,7 @@ const RequestNotification = z.object({
 
 /** An MCP caller with an open GET stream that spawned a session lending `send_response`. */
 async function relay() {
-  await FakeHost.connect("relay-host");
+  const host = await FakeHost.connect(uniqueHostId());
   const mcp = await initialize();
   const res = await mcpFetch({ method: "GET", session: mcp });
   const stream = new SseReader(res.body);
@@ -43,7 +44,7 @@ async function relay() {
   });
   const sessionId = z.string().parse(spawned.structuredContent?.session_id);
   const tunnel = await SessionTunnel.open(sessionId);
-  const { config } = await tunnel.hello("relay-host");
+  const { config } = await tunnel.hello(host.hostId);
   return { mcp, stream, sessionId, tunnel, config };
 }
 
@@ -68,6 +69,7 @@ describe("the caller tool relay over MCP", () => {
     const request = await nextRequest(r.stream);
     expect(request).toMatchObject({
       session_id: r.sessionId,
+      request_id: "call-1",
       tool: "send_response",
       arguments: { text: "done" },
     });
@@ -111,7 +113,7 @@ describe("the caller tool relay over MCP", () => {
     );
     expect(forged).toMatchObject({ isError: true, structuredContent: { error: { code: "not_owner" } } });
     await r.tunnel.barrier();
-    expect(r.tunnel.socket.received("caller_tool_result")).toEqual([]);
+    expect(r.tunnel.answers("call-1")).toEqual([]);
   });
 
   it("refuses an answer naming another session's request with isError unknown_request", async () => {
@@ -129,5 +131,54 @@ describe("the caller tool relay over MCP", () => {
       isError: true,
       structuredContent: { error: { code: "unknown_request" } },
     });
+  });
+});
+
+describe("caller_tool_response arguments", () => {
+  it.each([
+    ["both result and error", { result: "yes", error: "no" }, "not both"],
+    ["neither result nor error", {}, "give result"],
+    ["only a null error", { error: null }, "give result"],
+  ])("refuses %s with isError invalid_arguments and keeps the request open", async (_, answer, message) => {
+    const r = await relay();
+    r.tunnel.call("call-1");
+    const { request_id } = await nextRequest(r.stream);
+    const refused = await callTool(r.mcp, "caller_tool_response", {
+      session_id: r.sessionId,
+      request_id,
+      ...answer,
+    });
+    expect(refused).toMatchObject({
+      isError: true,
+      structuredContent: { error: { code: "invalid_arguments" } },
+    });
+    expect(refused.content[0]?.text).toContain(message);
+    await r.tunnel.barrier();
+    expect(r.tunnel.answers("call-1")).toEqual([]);
+    const ok = await callTool(r.mcp, "caller_tool_response", {
+      session_id: r.sessionId,
+      request_id,
+      result: 1,
+    });
+    expect(ok.isError).toBeUndefined();
+    expect(await r.tunnel.result("call-1")).toEqual({ ok: true, result: 1 });
+  });
+
+  it.each([
+    ["a result", { result: { text: "x".repeat(Limits.resultBytes) } }],
+    ["an error", { error: "x".repeat(Limits.resultBytes) }],
+  ])("refuses %s over the 512 KiB answer budget with isError too_large", async (_, answer) => {
+    const r = await relay();
+    r.tunnel.call("call-1");
+    const { request_id } = await nextRequest(r.stream);
+    const refused = await callTool(r.mcp, "caller_tool_response", {
+      session_id: r.sessionId,
+      request_id,
+      ...answer,
+    });
+    expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: "too_large" } } });
+    expect(refused.content[0]?.text).toContain(String(Limits.resultBytes));
+    await r.tunnel.barrier();
+    expect(r.tunnel.answers("call-1")).toEqual([]);
   });
 });

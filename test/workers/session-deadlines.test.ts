@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { freezeClock } from "./support/clock.js";
-import { disconnectAll } from "./support/fake-host.js";
+import { disconnectAll, outcomeOf } from "./support/fake-host.js";
 import { events, liveSession, respond } from "./support/session.js";
 import { ADMIN } from "./support/tokens.js";
 
@@ -32,7 +32,8 @@ describe("the caller tool deadline", () => {
 
     const late = await respond(s.sessionId, request_id, { result: "too late" });
     expect(late).toMatchObject({ ok: false, error: { code: "request_expired" } });
-    expect(s.tunnel.socket.received("caller_tool_result")).toHaveLength(1);
+    await s.tunnel.barrier();
+    expect(s.tunnel.answers("call-1")).toHaveLength(1);
   });
 
   it("is per call: only the expired one fails", async () => {
@@ -60,9 +61,7 @@ describe("the caller tool deadline", () => {
     vi.setSystemTime(t0 + 60_000);
     await runDurableObjectAlarm(s.stub);
     await s.tunnel.barrier();
-    expect(s.tunnel.socket.received("caller_tool_result").map((f) => f.outcome)).toEqual([
-      { ok: true, result: "ok" },
-    ]);
+    expect(s.tunnel.answers("call-1").map(outcomeOf)).toEqual([{ ok: true, result: "ok" }]);
     const log = await events(s.sessionId);
     expect(log.events.some((e) => e.type === "caller_tool_failed")).toBe(false);
   });

@@ -1,5 +1,7 @@
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
-import { disconnectAll, FakeHost, SessionTunnel } from "./support/fake-host.js";
+import { config } from "../../worker/src/env.js";
+import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize } from "./support/mcp.js";
 import { ANT, hostedSession, liveSession, sessionStub, spawn } from "./support/session.js";
 import { ADMIN, OTHER } from "./support/tokens.js";
@@ -7,34 +9,29 @@ import { ADMIN, OTHER } from "./support/tokens.js";
 afterEach(disconnectAll);
 
 describe("messages for the droid", () => {
-  it("sends the spawn prompt after the hello", async () => {
-    await FakeHost.connect("h1");
+  it("sends the spawn prompt after the hello, as request msg:1", async () => {
+    const host = await FakeHost.connect(uniqueHostId());
     const { sessionId } = await spawn({ prompt: "fix the build" });
     const tunnel = await SessionTunnel.open(sessionId);
-    await tunnel.hello("h1");
-    expect(await tunnel.socket.next("droid_message")).toEqual({
-      type: "droid_message",
-      seq: 1,
-      text: "fix the build",
-    });
+    await tunnel.hello(host.hostId);
+    expect(await tunnel.nextMessage()).toEqual({ id: "msg:1", seq: 1, text: "fix the build" });
   });
 
   it("sends a message at once and re-sends unacknowledged ones after a reconnect", async () => {
     const s = await hostedSession();
     const sent = await s.stub.sendMessage({ principal: ADMIN, message: "one", caller: null, via: null });
     expect(sent).toMatchObject({ ok: true, value: { message_seq: 1 } });
-    expect(await s.tunnel.socket.next("droid_message")).toMatchObject({ seq: 1, text: "one" });
+    expect(await s.tunnel.nextMessage()).toMatchObject({ id: "msg:1", seq: 1, text: "one" });
     await s.stub.sendMessage({ principal: ADMIN, message: "two", caller: null, via: null });
-    await s.tunnel.socket.next("droid_message", (f) => f.seq === 2);
-    s.tunnel.send({ type: "droid_message_ack", seq: 1 });
+    await s.tunnel.nextMessage((m) => m.seq === 2);
+    s.tunnel.ackMessage(1);
     await s.tunnel.barrier();
 
     const again = await SessionTunnel.open(s.sessionId);
-    again.send({ type: "session_hello", v: 1, host_id: s.host.hostId, delivered_message_seq: 0 });
-    await again.socket.next("caller_tools_config");
-    expect(await again.socket.next("droid_message")).toMatchObject({ seq: 2, text: "two" });
+    await again.hello(s.host.hostId);
+    expect(await again.nextMessage()).toMatchObject({ id: "msg:2", seq: 2, text: "two" });
     await again.barrier();
-    expect(again.socket.received("droid_message")).toHaveLength(1);
+    expect(again.messages()).toHaveLength(1);
   });
 
   it("refuses messages from a token that does not own the session", async () => {
@@ -61,14 +58,11 @@ describe("re-declaring caller tools", () => {
       via: null,
     });
     expect(redeclared).toMatchObject({ ok: true, value: { session: { caller_tools: ["lookup"] } } });
-    const frame = await s.tunnel.socket.next(
-      "caller_tools_config",
-      (f) => f.config.tools[0]?.name === "lookup",
-    );
-    expect(frame.config).toEqual({
+    expect(await s.tunnel.nextConfig()).toEqual({
       caller_id: "ant",
       tools: [{ name: "lookup", description: "Look something up" }],
       timeout_ms: 60_000,
+      backstop_ms: 60_000 + config(env).reconnectBudgetMs,
     });
     expect(
       await s.owner.next(
@@ -95,8 +89,8 @@ describe("re-declaring caller tools", () => {
       context: { caller_id: "bee", caller_tools: [{ name: "buzz" }] },
     });
     expect(result.isError).toBeUndefined();
-    const frame = await s.tunnel.socket.next("caller_tools_config", (f) => f.config.caller_id === "bee");
-    expect(frame.config.tools).toEqual([{ name: "buzz" }]);
+    const sent = await s.tunnel.nextConfig((c) => c.caller_id === "bee");
+    expect(sent.tools).toEqual([{ name: "buzz" }]);
   });
 
   it("refuses conflicting top-level and context declarations", async () => {

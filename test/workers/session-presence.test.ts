@@ -1,7 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { freezeClock } from "./support/clock.js";
-import { disconnectAll, FakeHost, SessionTunnel } from "./support/fake-host.js";
+import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
 import { until } from "./support/poll.js";
 import { hostedSession, liveSession, sessionStub } from "./support/session.js";
@@ -17,6 +18,14 @@ async function mcpAttachedSession() {
   const mcpSessionId = await initialize();
   const s = await hostedSession({ via: { mcpSessionId, streaming: false } });
   return { ...s, mcpSessionId };
+}
+
+/** The session's record as stored (it is private to the object). */
+function storedRecord(stub: ReturnType<typeof sessionStub>) {
+  return runInDurableObject(stub, (_, state) => {
+    const row = state.storage.sql.exec("SELECT v FROM meta WHERE k = 'session'").one();
+    return z.object({ plainDroppedAt: z.number().nullable() }).parse(JSON.parse(String(row.v)));
+  });
 }
 
 /** A call the caller has been asked about (its caller_tool_request is in the event log). */
@@ -44,7 +53,8 @@ describe("an attached MCP session counts as the caller", () => {
     await s.stub.presenceChanged(s.mcpSessionId, "dropped");
     expect(await runDurableObjectAlarm(s.stub)).toBe(true);
     expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({ value: { pending_caller_requests: 1 } });
-    expect(s.tunnel.socket.received("caller_tool_result")).toEqual([]);
+    await s.tunnel.barrier();
+    expect(s.tunnel.answers("call-1")).toEqual([]);
 
     vi.setSystemTime(t0 + GRACE_MS);
     expect(await runDurableObjectAlarm(s.stub)).toBe(true);
@@ -79,7 +89,7 @@ describe("an attached MCP session counts as the caller", () => {
 
 describe("the real MCP path", () => {
   it("DELETE /mcp fails the caller's pending calls with caller_disconnected", async () => {
-    await FakeHost.connect("mcp-host");
+    const host = await FakeHost.connect(uniqueHostId());
     const mcp = await initialize();
     const spawned = await callTool(mcp, "session", {
       action: "spawn",
@@ -89,7 +99,7 @@ describe("the real MCP path", () => {
     expect(spawned.isError).toBeUndefined();
     const sessionId = String(spawned.structuredContent?.session_id);
     const tunnel = await SessionTunnel.open(sessionId);
-    await tunnel.hello("mcp-host");
+    await tunnel.hello(host.hostId);
     tunnel.call("call-1");
     await tunnel.barrier();
     expect(await sessionStub(sessionId).getInfo(ADMIN, null)).toMatchObject({
@@ -112,7 +122,7 @@ describe("a plain WebSocket subscriber counts as the caller", () => {
     await s.owner.next("caller_tool_request");
     s.owner.close();
     await until(
-      async () => (await runInDurableObject(s.stub, (o) => o.record.plainDroppedAt)) !== null,
+      async () => (await storedRecord(s.stub)).plainDroppedAt !== null,
       "the session has seen its owner's socket close",
     );
     expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({ value: { pending_caller_requests: 1 } });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_TUNNEL_FRAME_BYTES } from "../../protocol/tunnel.js";
-import { disconnectAll } from "./support/fake-host.js";
+import { Limits } from "../../protocol/limits.js";
+import { disconnectAll, SessionTunnel } from "./support/fake-host.js";
 import { events, hostedSession, liveSession, respond } from "./support/session.js";
 import { ADMIN, OTHER } from "./support/tokens.js";
 
@@ -17,20 +17,21 @@ describe("a droid's caller tool call", () => {
       tool: "send_response",
       arguments: { text: "hello" },
     });
-    expect(request.request_id).toMatch(/^[0-9a-f-]{36}$/);
+    // The request_id is the call id the host sent, so the answer needs no mapping.
+    expect(request.request_id).toBe("call-1");
     const log = await events(s.sessionId);
     expect(log.events.filter((e) => e.type === "caller_tool_request")).toEqual([request]);
     const info = await s.stub.getInfo(ADMIN, null);
     expect(info).toMatchObject({ ok: true, value: { pending_caller_requests: 1 } });
   });
 
-  it("gives each call its own request_id", async () => {
+  it("gives each call its own request, named by its call id", async () => {
     const s = await liveSession();
     s.tunnel.call("call-a");
     s.tunnel.call("call-b");
     const a = await s.owner.next("caller_tool_request");
     const b = await s.owner.next("caller_tool_request");
-    expect(a.request_id).not.toBe(b.request_id);
+    expect([a.request_id, b.request_id]).toEqual(["call-a", "call-b"]);
   });
 
   it("fails at once with caller_disconnected when the owner is not there", async () => {
@@ -86,7 +87,7 @@ describe("caller_tool_response", () => {
     expect(second).toMatchObject({ ok: false, error: { code: "already_answered" } });
     expect(await s.tunnel.result("call-1")).toEqual({ ok: true, result: "first" });
     await s.tunnel.barrier();
-    expect(s.tunnel.socket.received("caller_tool_result")).toHaveLength(1);
+    expect(s.tunnel.answers("call-1")).toHaveLength(1);
   });
 
   it("refuses an unknown request_id with unknown_request", async () => {
@@ -116,45 +117,91 @@ describe("caller_tool_response", () => {
   });
 });
 
-describe("the tunnel frame cap", () => {
-  it("never sends the host a result frame larger than the tunnel accepts", async () => {
+describe("the answer budget", () => {
+  it("refuses an answer over the budget with too_large, sends nothing, and keeps the request open", async () => {
     const s = await liveSession();
     s.tunnel.call("call-1");
     const { request_id } = await s.owner.next("caller_tool_request");
-    // The MCP endpoint accepts bodies up to 4 MiB; the host-agent drops frames over 1 MiB.
-    const answered = await respond(s.sessionId, request_id, {
-      result: "x".repeat(2 * MAX_TUNNEL_FRAME_BYTES),
-    });
+    // The MCP endpoint accepts bodies up to 4 MiB; an answer may be at most 512 KiB encoded.
+    const answered = await respond(s.sessionId, request_id, { result: "x".repeat(Limits.resultBytes) });
+    expect(answered).toMatchObject({ ok: false, error: { code: "too_large" } });
+    if (answered.ok) throw new Error("expected a refusal");
+    expect(answered.error.message).toContain(String(Limits.resultBytes));
     await s.tunnel.barrier();
-    expect(s.tunnel.socket.largestFrameBytes).toBeLessThanOrEqual(MAX_TUNNEL_FRAME_BYTES);
-    // Either the caller is told at once, or the droid gets a failure it can act on.
-    if (answered.ok) {
-      expect(await s.tunnel.result("call-1")).toMatchObject({ ok: false });
-    } else {
-      // Refused: nothing went to the host, and the caller can still answer within the cap.
-      expect(s.tunnel.socket.received("caller_tool_result")).toEqual([]);
-      expect((await respond(s.sessionId, request_id, { error: "result too large" })).ok).toBe(true);
-      expect(await s.tunnel.result("call-1")).toMatchObject({ ok: false, error: { reason: "caller_error" } });
-    }
+    expect(s.tunnel.answers("call-1")).toEqual([]);
+    // The caller can still answer within the budget.
+    const within = "x".repeat(Limits.resultBytes - 2);
+    expect((await respond(s.sessionId, request_id, { result: within })).ok).toBe(true);
+    expect(await s.tunnel.result("call-1")).toEqual({ ok: true, result: within });
+    expect(s.tunnel.socket.largestFrameBytes).toBeLessThanOrEqual(Limits.frameBytes);
   });
 });
 
-describe("a re-sent caller_tool_call (host reconnect)", () => {
-  it("does not create a second request and, once answered, gets the result again", async () => {
+describe("a re-sent caller_tool (host reconnect)", () => {
+  it("gets the same request, not a second one, and once answered the outcome", async () => {
     const s = await liveSession();
     s.tunnel.call("call-1", "send_response", { n: 1 });
     const { request_id } = await s.owner.next("caller_tool_request");
-    s.tunnel.call("call-1", "send_response", { n: 1 });
-    await s.tunnel.barrier();
+    expect(request_id).toBe("call-1");
+
+    // The host-agent reconnects and re-sends every call it still waits for.
+    const again = await SessionTunnel.open(s.sessionId);
+    await again.hello(s.host.hostId);
+    expect(await s.tunnel.socket.closed).toBe(4000);
+    again.call("call-1", "send_response", { n: 1 });
+    await again.barrier();
+    expect(again.answers("call-1")).toEqual([]);
     const log = await events(s.sessionId);
     expect(log.events.filter((e) => e.type === "caller_tool_request")).toHaveLength(1);
-    expect(s.tunnel.socket.received("caller_tool_result")).toHaveLength(0);
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({ value: { pending_caller_requests: 1 } });
 
-    await respond(s.sessionId, request_id, { result: "done" });
-    expect(await s.tunnel.result("call-1")).toEqual({ ok: true, result: "done" });
-    s.tunnel.call("call-1", "send_response", { n: 1 });
-    expect(await s.tunnel.result("call-1")).toEqual({ ok: true, result: "done" });
+    expect(await respond(s.sessionId, request_id, { result: "done" })).toMatchObject({ ok: true });
+    expect(await again.result("call-1")).toEqual({ ok: true, result: "done" });
+    // Re-sent after the outcome (its answer was lost in another cut): the same outcome at once.
+    again.call("call-1", "send_response", { n: 1 });
+    expect(await again.result("call-1")).toEqual({ ok: true, result: "done" });
     const after = await events(s.sessionId);
     expect(after.events.filter((e) => e.type === "caller_tool_request")).toHaveLength(1);
+    expect(s.owner.received("caller_tool_request")).toHaveLength(1);
+  });
+});
+
+describe("a call the droid cancels", () => {
+  it("fails with caller_tool_failed cancelled, and the caller's later answer is refused", async () => {
+    const s = await liveSession();
+    s.tunnel.call("call-1");
+    const { request_id } = await s.owner.next("caller_tool_request");
+    s.tunnel.cancel("call-1", "the droid gave up");
+    const failed = await s.owner.next("caller_tool_failed");
+    expect(failed).toMatchObject({ request_id, tool: "send_response", reason: "cancelled" });
+    expect(failed.message).toContain("the droid gave up");
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({ value: { pending_caller_requests: 0 } });
+
+    const late = await respond(s.sessionId, request_id, { result: "too late" });
+    expect(late).toMatchObject({ ok: false, error: { code: "request_cancelled" } });
+    // Nobody waits: the session sends the host no answer for a cancelled call.
+    await s.tunnel.barrier();
+    expect(s.tunnel.answers("call-1")).toEqual([]);
+  });
+
+  it("leaves the other calls alone, and a cancel of a decided call changes nothing", async () => {
+    const s = await liveSession();
+    s.tunnel.call("keep");
+    s.tunnel.call("drop");
+    await s.owner.next("caller_tool_request", (e) => e.request_id === "drop");
+    s.tunnel.cancel("drop");
+    await s.owner.next("caller_tool_failed");
+    expect((await respond(s.sessionId, "keep", { result: "kept" })).ok).toBe(true);
+    expect(await s.tunnel.result("keep")).toEqual({ ok: true, result: "kept" });
+    s.tunnel.cancel("keep");
+    await s.tunnel.barrier();
+    const log = await events(s.sessionId);
+    expect(log.events.filter((e) => e.type === "caller_tool_failed").map((e) => e.request_id)).toEqual([
+      "drop",
+    ]);
+    expect(await respond(s.sessionId, "keep", { result: "again" })).toMatchObject({
+      ok: false,
+      error: { code: "already_answered" },
+    });
   });
 });

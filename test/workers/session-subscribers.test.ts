@@ -26,16 +26,18 @@ async function openEvents(sessionId: string, token = ADMIN_TOKEN, headers: Recor
 
 describe("the WebSocket subscriber", () => {
   it.each([
-    ["not JSON", "{nope"],
-    ["the wrong shape", JSON.stringify({ type: "caller_tool_response" })],
+    ["not JSON", "{nope", "bad_frame"],
+    ["the wrong shape", JSON.stringify({ type: "caller_tool_response" }), "bad_frame"],
     [
+      // Within the frame cap in characters, over it in bytes.
       "oversized in bytes",
       JSON.stringify({ type: "caller_tool_response", request_id: "r", result: "é".repeat(600_000) }),
+      "too_large",
     ],
-  ])("answers a frame that is %s with an error and stays open", async (_, frame) => {
+  ])("answers a frame that is %s with an error and stays open", async (_, frame, code) => {
     const s = await liveSession();
     s.owner.send(frame);
-    expect((await s.owner.next("error")).error.code).toBe("bad_frame");
+    expect((await s.owner.next("error")).error.code).toBe(code);
     s.tunnel.call("call-1");
     expect(await s.owner.next("caller_tool_request")).toMatchObject({ tool: "send_response" });
   });
@@ -52,7 +54,7 @@ describe("the WebSocket subscriber", () => {
       error: { code: "not_owner" },
     });
     await s.tunnel.barrier();
-    expect(s.tunnel.socket.received("caller_tool_result")).toEqual([]);
+    expect(s.tunnel.answers("call-1")).toEqual([]);
   });
 
   it("does not make a non-owner count as the caller", async () => {
@@ -73,15 +75,14 @@ describe("the SSE subscriber", () => {
     const backlog = await stream.nextJson();
     expect(backlog.value).toMatchObject({ index: 0, session_id: s.sessionId });
     expect(backlog.id).toBe("0");
-    s.tunnel.send({ type: "session_events", seq: 1, events: [{ type: "droid_log", text: "live" }] });
+    await s.tunnel.events({ seq: 1, type: "droid_log", text: "live" });
     const live = await stream.nextJson((v) => typeof v === "object" && v !== null && "text" in v);
     expect(live.value).toMatchObject({ type: "droid_log", text: "live" });
   });
 
   it("resumes after Last-Event-ID", async () => {
     const s = await hostedSession();
-    s.tunnel.send({ type: "session_events", seq: 1, events: [{ type: "droid_log", text: "a" }] });
-    await s.tunnel.socket.next("session_events_ack");
+    await s.tunnel.events({ seq: 1, type: "droid_log", text: "a" });
     const first = await openEvents(s.sessionId);
     const all = [await first.nextJson(), await first.nextJson(), await first.nextJson()];
     const resumed = await openEvents(s.sessionId, ADMIN_TOKEN, { "last-event-id": String(all[1]?.id) });
@@ -98,6 +99,6 @@ describe("the SSE subscriber", () => {
     );
     expect(request.value).toMatchObject({ tool: "send_response", arguments: { via: "sse" } });
     await s.tunnel.barrier();
-    expect(s.tunnel.socket.received("caller_tool_result")).toEqual([]);
+    expect(s.tunnel.answers("call-1")).toEqual([]);
   });
 });

@@ -23,9 +23,44 @@ export interface Env {
   OUBLIETTE_ALLOWED_ORIGINS?: string;
   OUBLIETTE_HOST_ACK_TIMEOUT_MS?: string;
   OUBLIETTE_HOST_WAIT_MS?: string;
+  /** Comma-separated origins the Worker is served at (Host and Origin are checked against them). */
+  OUBLIETTE_PUBLIC_ORIGINS?: string;
+  OUBLIETTE_HOST_GRACE_MS?: string;
+  OUBLIETTE_RECONNECT_BUDGET_MS?: string;
 }
 
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+function parseUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
+/** A comma-separated list of `scheme://host[:port]` origins, each normalized (`URL.origin`). */
+const originList = (variable: string) =>
+  z
+    .string()
+    .default("")
+    .transform((list, ctx) => {
+      const origins: string[] = [];
+      for (const entry of list.split(",").map((o) => o.trim())) {
+        if (!entry) continue;
+        const url = parseUrl(entry);
+        const bare = url !== null && url.pathname === "/" && !url.search && !url.hash && !url.username;
+        if (!bare || (url.protocol !== "https:" && url.protocol !== "http:")) {
+          ctx.addIssue({
+            code: "custom",
+            message: `${variable}: ${entry} is not an origin like https://host[:port]`,
+          });
+          return z.NEVER;
+        }
+        origins.push(url.origin);
+      }
+      return origins;
+    });
 
 const ConfigSchema = z.object({
   /** Default deadline of a caller tool call. */
@@ -49,6 +84,19 @@ const ConfigSchema = z.object({
   hostAckTimeoutMs: ms(30_000),
   /** How long a spawn waits for a host-agent when none is connected (tunnels reconnect after blips). */
   hostWaitMs: z.coerce.number().int().nonnegative().default(10_000),
+  /**
+   * Origins the Worker is served at. Only their hosts (and loopback names) are accepted in Host,
+   * so a rebound DNS name pointing at the Worker is refused (DNS-rebinding protection).
+   */
+  publicOrigins: originList("OUBLIETTE_PUBLIC_ORIGINS"),
+  /** How long a host may stay disconnected before its sessions end with a host-lost reason. */
+  hostGraceMs: ms(60_000),
+  /**
+   * How long past a call's deadline the host-agent and container-client keep waiting for the
+   * session object's outcome before their backstops fire: long enough to outlast the host grace,
+   * so a host that comes back in time always hears the session object's decision.
+   */
+  reconnectBudgetMs: ms(75_000),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -66,6 +114,9 @@ export function config(env: Env): Config {
     allowedOrigins: env.OUBLIETTE_ALLOWED_ORIGINS,
     hostAckTimeoutMs: env.OUBLIETTE_HOST_ACK_TIMEOUT_MS,
     hostWaitMs: env.OUBLIETTE_HOST_WAIT_MS,
+    publicOrigins: env.OUBLIETTE_PUBLIC_ORIGINS,
+    hostGraceMs: env.OUBLIETTE_HOST_GRACE_MS,
+    reconnectBudgetMs: env.OUBLIETTE_RECONNECT_BUDGET_MS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -16,6 +16,10 @@ const STATUS = {
   unknown_request: 404,
   already_answered: 409,
   request_expired: 410,
+  /** The droid cancelled the call (or went away): nobody waits for an answer any more. */
+  request_cancelled: 410,
+  too_large: 413,
+  host_full: 503,
   not_owner: 403,
   config_error: 500,
   internal: 500,

@@ -26,8 +26,6 @@ export interface DroidMcpServerOptions {
   registry: CallerToolRegistry;
   logger: Logger;
   version: string;
-  /** Added to the config's `timeout_ms` so the host-agent always gives up first; default 5 s. */
-  callMarginMs?: number;
   progressIntervalMs?: number;
 }
 
@@ -83,7 +81,6 @@ export class DroidMcpServer {
     const args = JsonObjectSchema.safeParse(request.params.arguments ?? {});
     if (!args.success) return toolErrorResult("tool arguments must be a JSON object");
 
-    const timeoutMs = tool.timeoutMs + (this.#options.callMarginMs ?? 5_000);
     const token = request.params._meta?.progressToken;
     const stopProgress =
       token === undefined
@@ -97,8 +94,7 @@ export class DroidMcpServer {
     const startedAt = Date.now();
     try {
       const result = await this.#options.link.callerTool(tool.callerTool, args.data, {
-        timeoutMs,
-        timeoutMessage: `the host-agent did not answer within ${Math.round(timeoutMs / 1000)} s`,
+        backstopMs: tool.backstopMs,
         signal: extra.signal,
       });
       this.#log.debug({ tool: name, ms: Date.now() - startedAt }, "caller tool answered");

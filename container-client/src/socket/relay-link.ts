@@ -1,21 +1,26 @@
 /**
- * The container-client's lasting link to the host-agent: connects, authenticates with `hello`,
- * reconnects with capped, jittered backoff whenever the socket drops, and stops for good only
- * when the token is rejected or the client closes.
+ * The container-client's link to the host-agent. Caller tool calls are durable here: each has a
+ * call id, and a call in flight when the connection drops (the host-agent restarted, say) is
+ * re-sent under the same id once the socket is back, so it is answered exactly once. A call the
+ * droid cancels is cancelled at the host (now, or right after the next reconnect). The only
+ * deadline of our own is the backstop: the session's deadline plus the reconnect budget.
  */
-import { ReconnectBackoff } from "../../../lib/backoff.js";
+import { randomUUID } from "node:crypto";
 import type { Logger } from "../../../lib/log.js";
+import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
-import { RpcErrorCode } from "../../../protocol/rpc-errors.js";
+import { checkSize } from "../../../protocol/limits.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import { CANCELLED } from "../../../protocol/rpc/messages.js";
 import {
   CallerToolResultSchema,
-  DEFAULT_MAX_LINE_BYTES,
-  HelloResultSchema,
+  CallerToolsConfigParamsSchema,
+  LegacyCallerToolsConfigSchema,
   SocketMethod,
 } from "../../../protocol/socket.js";
-import { AuthRejectedError, RelayCallError } from "./relay-errors.js";
-import { SocketRpcConnection } from "./socket-rpc-connection.js";
+import { RelayCallError } from "./relay-errors.js";
+import { SocketSession } from "./socket-session.js";
 
 export interface RelayLinkOptions {
   socketPath: string;
@@ -23,179 +28,176 @@ export interface RelayLinkOptions {
   logger: Logger;
   onConfig(config: CallerToolsConfig): void;
   client: { name: string; version: string };
-  maxLineBytes?: number;
-  backoff?: ReconnectBackoff;
-  helloTimeoutMs?: number;
-  /** How long a call made while disconnected waits for the link to come back; default 10 s. */
-  connectWaitMs?: number;
 }
 
 export interface CallOptions {
-  timeoutMs: number;
-  timeoutMessage: string;
+  /** Give up after this long (the session's backstop), with reason host_unreachable. */
+  backstopMs: number;
   signal?: AbortSignal;
 }
 
-interface Waiter {
-  resolve(connection: SocketRpcConnection): void;
+interface InFlight {
+  tool: string;
+  arguments: JsonObject;
+  resolve(result: JsonValue): void;
   reject(error: RelayCallError): void;
 }
 
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(1))} s`;
+}
+
 export class RelayLink {
-  readonly #options: RelayLinkOptions;
   readonly #log: Logger;
-  readonly #backoff: ReconnectBackoff;
-  #current: SocketRpcConnection | undefined;
-  #waiters = new Set<Waiter>();
-  #permanent: AuthRejectedError | undefined;
+  readonly #session: SocketSession;
+  readonly #calls = new Map<string, InFlight>();
+  /** Cancellations that could not be sent yet (no connection). */
+  readonly #cancels = new Map<string, string>();
+  #rejected: string | null = null;
   #closed = false;
-  #running: Promise<void> | undefined;
-  #wakeSleep: (() => void) | undefined;
 
   constructor(options: RelayLinkOptions) {
-    this.#options = options;
     this.#log = options.logger.child({ component: "relay-link" });
-    this.#backoff = options.backoff ?? new ReconnectBackoff();
+    this.#session = new SocketSession({
+      socketPath: options.socketPath,
+      logger: this.#log,
+      hello: () => ({ session_token: options.sessionToken, role: "client", client: options.client }),
+      serve: (peer) => {
+        peer.onNotification(SocketMethod.callerToolsConfig, CallerToolsConfigParamsSchema, (config) =>
+          options.onConfig(config),
+        );
+      },
+      adopt: (raw) => {
+        const legacy = LegacyCallerToolsConfigSchema.safeParse(raw);
+        if (legacy.success) options.onConfig(legacy.data.params);
+        return legacy.success;
+      },
+      connected: (peer) => this.#resend(peer),
+      rejected: (message) => {
+        this.#rejected = message;
+        for (const [callId, call] of [...this.#calls]) {
+          this.#calls.delete(callId);
+          call.reject(
+            new RelayCallError("not_connected", `the host-agent rejected the session token: ${message}`),
+          );
+        }
+      },
+    });
   }
 
   get connected(): boolean {
-    return this.#current?.isOpen === true;
+    return this.#session.peer !== null;
   }
 
   /** Starts connecting in the background; calls made before the link is up wait for it. */
   start(): void {
-    this.#running ??= this.#run();
+    this.#session.start();
   }
 
   /** Runs one caller tool; resolves with the caller's result or rejects with a RelayCallError. */
-  async callerTool(tool: string, args: JsonObject, options: CallOptions): Promise<JsonValue> {
-    const startedAt = Date.now();
-    const waitMs = Math.min(this.#options.connectWaitMs ?? 10_000, options.timeoutMs);
-    const connection = await this.#waitConnected(waitMs, options.signal);
-    const result = await connection.request(
-      SocketMethod.callerTool,
-      { tool, arguments: args },
-      { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - startedAt)) },
-    );
-    const parsed = CallerToolResultSchema.safeParse(result);
-    if (!parsed.success)
-      throw new RelayCallError("rpc_error", "the host-agent sent a result that is not JSON");
-    return parsed.data;
+  callerTool(tool: string, args: JsonObject, options: CallOptions): Promise<JsonValue> {
+    if (this.#closed)
+      return Promise.reject(new RelayCallError("closed", "the container-client is shutting down"));
+    if (this.#rejected !== null) {
+      return Promise.reject(
+        new RelayCallError("not_connected", `the host-agent rejected the session token: ${this.#rejected}`),
+      );
+    }
+    const tooLarge = checkSize("arguments", args);
+    if (tooLarge) return Promise.reject(new RelayCallError("too_large", tooLarge.message));
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(new RelayCallError("cancelled", "the call was cancelled"));
+    const callId = randomUUID();
+    return new Promise((resolve, reject) => {
+      const finish = () => {
+        clearTimeout(backstop);
+        signal?.removeEventListener("abort", onAbort);
+        this.#calls.delete(callId);
+      };
+      const onAbort = () => {
+        finish();
+        this.#cancel(callId, "the droid cancelled the call");
+        reject(new RelayCallError("cancelled", "the call was cancelled"));
+      };
+      const backstop = setTimeout(() => {
+        finish();
+        const message = `no answer from the host-agent within ${formatSeconds(options.backstopMs)} (the caller's deadline plus the reconnect budget)`;
+        this.#log.warn({ call_id: callId, tool }, "caller tool call hit the container-client backstop");
+        this.#cancel(callId, message);
+        reject(
+          new RelayCallError("timeout", message, RpcErrorCode.ServerError, { reason: "host_unreachable" }),
+        );
+      }, options.backstopMs);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const call: InFlight = {
+        tool,
+        arguments: args,
+        resolve: (result) => {
+          finish();
+          resolve(result);
+        },
+        reject: (error) => {
+          finish();
+          reject(error);
+        },
+      };
+      this.#calls.set(callId, call);
+      const peer = this.#session.peer;
+      if (peer) this.#send(peer, callId, call);
+    });
   }
 
   /** Stops reconnecting, closes the socket and fails every waiting call with `closed`. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#wakeSleep?.();
-    this.#rejectWaiters(new RelayCallError("closed", "the container-client is shutting down"));
-    this.#current?.close();
-    await this.#running;
-  }
-
-  async #run(): Promise<void> {
-    while (!this.#closed) {
-      const connection = await this.#connectOnce();
-      if (connection) {
-        const upSince = Date.now();
-        this.#current = connection;
-        for (const waiter of [...this.#waiters]) waiter.resolve(connection);
-        await connection.closed;
-        this.#current = undefined;
-        this.#backoff.connectionEnded(Date.now() - upSince);
-        if (!this.#closed)
-          this.#log.warn({ up_ms: Date.now() - upSince }, "relay connection lost; reconnecting");
-      }
-      if (this.#closed || this.#permanent) return;
-      await this.#sleep(this.#backoff.next());
+    const peer = this.#session.peer;
+    for (const [callId, call] of [...this.#calls]) {
+      // Nobody will wait for these any more: say so, so the caller is not told "delivered".
+      peer?.notify(CANCELLED, { requestId: callId, reason: "the droid's MCP client shut down" });
+      call.reject(new RelayCallError("closed", "the container-client is shutting down"));
     }
+    await this.#session.close();
   }
 
-  async #connectOnce(): Promise<SocketRpcConnection | undefined> {
-    const { socketPath, sessionToken, client } = this.#options;
-    let connection: SocketRpcConnection | undefined;
-    try {
-      connection = await SocketRpcConnection.connect({
-        path: socketPath,
-        maxLineBytes: this.#options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
-        logger: this.#log,
-        onConfig: (config) => this.#options.onConfig(config),
-      });
-      const result = await connection.request(
-        SocketMethod.hello,
-        { session_token: sessionToken, client },
-        { timeoutMs: this.#options.helloTimeoutMs ?? 10_000, timeoutMessage: "no answer to hello in time" },
-      );
-      const hello = HelloResultSchema.safeParse(result);
-      if (!hello.success) throw new RelayCallError("rpc_error", "invalid hello result");
-      if (this.#closed) throw new RelayCallError("closed", "closed while connecting");
-      this.#log.info(
-        { session_id: hello.data.session_id, attempt: this.#backoff.attempt },
-        "relay connected",
-      );
-      return connection;
-    } catch (err) {
-      connection?.close();
-      if (
-        err instanceof RelayCallError &&
-        err.code === "rpc_error" &&
-        err.rpcCode === RpcErrorCode.Unauthenticated
-      ) {
-        this.#permanent = new AuthRejectedError("the host-agent rejected the session token");
-        this.#log.error("the host-agent rejected the session token; caller tools are unavailable");
-        this.#rejectWaiters(new RelayCallError("not_connected", this.#permanent.message));
-        return undefined;
-      }
-      const reason = err instanceof Error ? err.message : String(err);
-      this.#log.warn({ path: socketPath, attempt: this.#backoff.attempt, reason }, "relay connect failed");
-      return undefined;
+  #resend(peer: RpcPeer): void {
+    for (const [callId, reason] of this.#cancels) {
+      if (peer.notify(CANCELLED, { requestId: callId, reason })) this.#cancels.delete(callId);
     }
+    for (const [callId, call] of this.#calls) this.#send(peer, callId, call);
   }
 
-  #waitConnected(ms: number, signal: AbortSignal | undefined): Promise<SocketRpcConnection> {
-    const current = this.#current;
-    if (current?.isOpen) return Promise.resolve(current);
-    if (this.#closed)
-      return Promise.reject(new RelayCallError("closed", "the container-client is shutting down"));
-    if (this.#permanent) return Promise.reject(new RelayCallError("not_connected", this.#permanent.message));
-    if (signal?.aborted) return Promise.reject(new RelayCallError("cancelled", "the call was cancelled"));
-    return new Promise((resolve, reject) => {
-      const onAbort = () => waiter.reject(new RelayCallError("cancelled", "the call was cancelled"));
-      const timer = setTimeout(
-        () => waiter.reject(new RelayCallError("not_connected", "not connected to the host-agent")),
-        ms,
+  #send(peer: RpcPeer, callId: string, call: InFlight): void {
+    peer
+      .request(
+        SocketMethod.callerTool,
+        { call_id: callId, tool: call.tool, arguments: call.arguments },
+        { id: callId },
+      )
+      .then(
+        (result) => {
+          if (this.#calls.get(callId) !== call) return;
+          const parsed = CallerToolResultSchema.safeParse(result);
+          if (parsed.success) call.resolve(parsed.data);
+          else call.reject(new RelayCallError("rpc_error", "the host-agent sent a result that is not JSON"));
+        },
+        (err: unknown) => {
+          if (this.#calls.get(callId) !== call) return;
+          if (!(err instanceof RpcError)) {
+            call.reject(new RelayCallError("rpc_error", String(err)));
+            return;
+          }
+          // The connection dropped: the call stays in flight and is re-sent on the next one.
+          if (err.code === RpcErrorCode.ConnectionClosed) return;
+          call.reject(new RelayCallError("rpc_error", err.message, err.code, err.data));
+        },
       );
-      const settle = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        this.#waiters.delete(waiter);
-      };
-      const waiter: Waiter = {
-        resolve: (connection) => {
-          settle();
-          resolve(connection);
-        },
-        reject: (error) => {
-          settle();
-          reject(error);
-        },
-      };
-      this.#waiters.add(waiter);
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
   }
 
-  #rejectWaiters(error: RelayCallError): void {
-    for (const waiter of [...this.#waiters]) waiter.reject(error);
-  }
-
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wakeSleep = done;
-    });
+  #cancel(callId: string, reason: string): void {
+    const peer = this.#session.peer;
+    if (peer?.notify(CANCELLED, { requestId: callId, reason })) return;
+    this.#cancels.set(callId, reason);
+    // Bounded: with no host-agent for a long time, the oldest cancellations are the least useful.
+    if (this.#cancels.size > 1_000) this.#cancels.delete(this.#cancels.keys().next().value ?? "");
   }
 }

@@ -13,8 +13,8 @@ import {
 export interface RegisteredCallerTool {
   /** The caller's own name for the tool (what the socket's `caller_tool` expects). */
   callerTool: string;
-  /** The server-side deadline of one call, from the config. */
-  timeoutMs: number;
+  /** How long the droid waits at most (the session's deadline plus the reconnect budget). */
+  backstopMs: number;
 }
 
 export class CallerToolRegistry {
@@ -36,7 +36,7 @@ export class CallerToolRegistry {
           ...(tool.description === undefined ? {} : { description: tool.description }),
           inputSchema: tool.inputSchema ?? DEFAULT_INPUT_SCHEMA,
         });
-        byName.set(name, { callerTool: tool.name, timeoutMs: config.timeout_ms });
+        byName.set(name, { callerTool: tool.name, backstopMs: config.backstop_ms });
       }
     }
     this.#tools = tools;

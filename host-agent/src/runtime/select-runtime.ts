@@ -18,14 +18,18 @@ export interface SelectRuntimeOptions {
   logger: Logger;
   /** Image for sessions that name none (Docker). */
   dockerImage: string;
-  /** Program and arguments for the process runtime. */
-  processCommand: string[];
+  /** The runner program (process runtime): the container-client bundle in runner mode. */
+  runnerCommand: string[];
+  /** The agent the runner starts in Docker; the image's own unless this is set. */
+  agentCommand?: string[] | undefined;
+  /** The agent the runner starts under the process runtime. */
+  processAgentCommand?: string[] | undefined;
   /** Engine socket; defaults to DOCKER_HOST (unix:// only) or /var/run/docker.sock. */
   dockerSocket?: string;
   /** Limits and overrides passed through to DockerRuntime. */
   docker?: Pick<
     DockerRuntimeOptions,
-    "memoryBytes" | "pidsLimit" | "stopTimeoutSeconds" | "command" | "user" | "init"
+    "memoryBytes" | "pidsLimit" | "stopTimeoutSeconds" | "command" | "user" | "init" | "agentCommand"
   >;
   /** Working directory for the process runtime. */
   processCwd?: string;
@@ -42,6 +46,7 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Agen
   if (reachable) {
     logger.info({ socketPath }, "runtime: docker");
     return new DockerRuntime({
+      ...(options.agentCommand ? { agentCommand: options.agentCommand } : {}),
       ...options.docker,
       docker: new Dockerode({ socketPath }),
       hostId: options.hostId,
@@ -65,8 +70,15 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Agen
 
 function processRuntime(options: SelectRuntimeOptions): ProcessRuntime {
   options.logger.info("runtime: process");
+  if (!options.processAgentCommand) {
+    throw new RuntimeError(
+      "runtime_error",
+      "the process runtime needs an agent command (--agent-command, or `npm run build` for the scripted droid)",
+    );
+  }
   return new ProcessRuntime({
-    command: options.processCommand,
+    runnerCommand: options.runnerCommand,
+    agentCommand: options.processAgentCommand,
     logger: options.logger,
     ...(options.processCwd !== undefined ? { cwd: options.processCwd } : {}),
   });

@@ -1,45 +1,53 @@
-import type { Readable, Writable } from "node:stream";
 import type { RuntimeKind } from "../../../protocol/tunnel.js";
 
 /** What the host-agent asks a runtime to start for one session. */
-export interface AgentLaunch {
+export interface WorkloadLaunch {
   sessionId: string;
+  /** The session's secret: the runner and container-client present it in `hello`. */
+  sessionToken: string;
   /** Host directory that holds the session's relay.sock; mounted at /mcp inside a container. */
   socketDir: string;
-  /**
-   * Environment for the agent process. The runtime adds OUBLIETTE_SOCKET itself
-   * (/mcp/relay.sock in a container, `${socketDir}/relay.sock` for a local process).
-   */
+  /** Extra environment for the runner and its agent. */
   env: Record<string, string>;
   /** Docker only: image to run; the runtime's default image when absent. */
   image?: string;
 }
 
-export interface AgentExit {
+export interface WorkloadExit {
   exitCode: number | null;
   signal: string | null;
 }
 
-/** A running agent process (a container's main process, or a local child process). */
-export interface AgentProcess {
+/**
+ * A session's workload: a container (or, under the process runtime, a local process) whose main
+ * process is the runner. The host-agent never holds its stdio: the runner talks over the socket.
+ */
+export interface Workload {
   /** Container id, or `pid:<n>` for a local process. */
   readonly id: string;
-  /** The agent's stdin: the host-agent writes one JSON line per droid message. */
-  readonly stdin: Writable;
-  /** The agent's stdout: JSON lines become droid_output events. */
-  readonly stdout: Readable;
-  /** The agent's stderr: lines become droid_log events. */
-  readonly stderr: Readable;
-  /** Settles once, when the agent process ends (never rejects). */
-  readonly exited: Promise<AgentExit>;
-  /** Stops the agent (stdin end, then graceful stop, then forced) and removes its container. Idempotent. */
+  /** Settles once, when the workload ends (never rejects). */
+  readonly exited: Promise<WorkloadExit>;
+  /** Stops it (SIGTERM, then SIGKILL after the grace) and removes it. Idempotent. */
   stop(reason: string): Promise<void>;
 }
 
-/** Runs agent processes: in Docker containers, or as local child processes (dev only). */
+/** A workload an earlier run of this host-agent left running, ready to be served again. */
+export interface AdoptedWorkload {
+  sessionId: string;
+  sessionToken: string;
+  socketDir: string;
+  workload: Workload;
+}
+
+/** Runs workloads: in Docker containers, or as local child processes (dev only). */
 export interface AgentRuntime {
   readonly kind: RuntimeKind;
-  launch(spec: AgentLaunch): Promise<AgentProcess>;
-  /** Removes agents an earlier run of this host-agent left behind; returns how many. */
-  removeOrphans(): Promise<number>;
+  /** Whether workloads outlive the host-agent (Docker: re-adopted after a restart) or end with it. */
+  readonly survivesRestart: boolean;
+  launch(spec: WorkloadLaunch): Promise<Workload>;
+  /**
+   * The running workloads of this host id that an earlier run left behind, to serve again; ones
+   * that are no longer running are removed. Returns nothing for a runtime that does not survive.
+   */
+  adopt(): Promise<AdoptedWorkload[]>;
 }

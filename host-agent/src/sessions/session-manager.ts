@@ -1,11 +1,17 @@
 import type { SessionSpec } from "../../../protocol/tunnel.js";
+import type { AdoptedWorkload } from "../runtime/types.js";
 import type { SessionControl } from "../tunnel/host-control.js";
 import { SessionRuntime, type SessionRuntimeOptions } from "./session-runtime.js";
 
 /** What every session on this host shares, plus the host's session limit. */
-export interface SessionManagerOptions
-  extends Omit<SessionRuntimeOptions, "sessionId" | "spec" | "onClosed"> {
+export interface SessionManagerOptions extends Omit<SessionRuntimeOptions, "sessionId" | "onClosed"> {
   maxSessions: number;
+}
+
+/** This host is full: a spawn must go elsewhere. */
+export class HostFullError extends Error {
+  override readonly name = "HostFullError";
+  readonly code = "host_full";
 }
 
 /** The sessions running on this host. */
@@ -28,20 +34,24 @@ export class SessionManager implements SessionControl {
   async start(sessionId: string, spec: SessionSpec): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
     if (this.#sessions.size >= this.#o.maxSessions) {
-      throw new Error(`this host already runs ${this.#o.maxSessions} sessions`);
+      throw new HostFullError(
+        `this host already runs ${this.#sessions.size} of ${this.#o.maxSessions} sessions`,
+      );
     }
-    const session = new SessionRuntime({
-      ...this.#o,
-      sessionId,
-      spec,
-      onClosed: (id) => this.#sessions.delete(id),
-    });
-    this.#sessions.set(sessionId, session);
+    const session = this.#create(sessionId);
     try {
-      await session.start();
+      await session.start(spec);
     } catch (err) {
       this.#sessions.delete(sessionId);
       throw err;
+    }
+  }
+
+  /** Serves again the workloads an earlier run of this host left running. */
+  async adopt(workloads: readonly AdoptedWorkload[]): Promise<void> {
+    for (const adopted of workloads) {
+      const session = this.#create(adopted.sessionId, adopted);
+      await session.adopt(adopted.workload);
     }
   }
 
@@ -50,7 +60,26 @@ export class SessionManager implements SessionControl {
     await this.#sessions.get(sessionId)?.stop(reason);
   }
 
-  async stopAll(reason: string): Promise<void> {
-    await Promise.all([...this.#sessions.values()].map((s) => s.stop(reason)));
+  reconnectTunnels(): void {
+    for (const session of this.#sessions.values()) session.reconnectTunnel();
+  }
+
+  /**
+   * The host-agent is stopping. Workloads that survive it are left running for the next run to
+   * re-adopt; the others (process runtime) end cleanly, telling their session objects why.
+   */
+  async shutdown(reason: string): Promise<void> {
+    const sessions = [...this.#sessions.values()];
+    if (this.#o.runtime.survivesRestart) await Promise.all(sessions.map((s) => s.detach()));
+    else await Promise.all(sessions.map((s) => s.end(reason)));
+  }
+
+  #create(sessionId: string, existing?: { sessionToken: string; socketDir: string }): SessionRuntime {
+    const session = new SessionRuntime(
+      { ...this.#o, sessionId, onClosed: (id) => this.#sessions.delete(id) },
+      existing,
+    );
+    this.#sessions.set(sessionId, session);
+    return session;
   }
 }

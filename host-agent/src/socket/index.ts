@@ -1,2 +1,3 @@
-export { ConfigTooLargeError, RelaySocketServer } from "./relay-socket-server.js";
-export type { CallerToolCall, RelayHandlers, RelaySocketServerOptions } from "./types.js";
+export { ContainerConnection } from "./container-connection.js";
+export { RelaySocketServer, type RelaySocketServerOptions } from "./relay-socket-server.js";
+export type { CallerToolRequest, ContainerHandlers } from "./types.js";

@@ -1,25 +1,31 @@
 /**
- * The host side of one session's container socket: a Unix socket the droid's container-client
- * connects to. Authenticates connections with the session token, relays `caller_tool` requests
- * to the host-agent and pushes the caller's tool declarations.
+ * The host side of one session's container socket: a Unix socket the runner and the droid's
+ * container-client connect to. Bounded per container: at most `maxConnections` at once (more
+ * are closed on accept), and a connection that has not authenticated within `helloTimeoutMs` is
+ * closed, so one container cannot exhaust the host-agent's file descriptors.
  */
 import { lstat, mkdir, chmod as setMode, unlink } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import { DEFAULT_MAX_LINE_BYTES } from "../../../protocol/socket.js";
-import { RelayConnection, type RelayConnectionContext } from "./relay-connection.js";
+import { SocketMethod } from "../../../protocol/socket.js";
+import { type ConnectionContext, ContainerConnection } from "./container-connection.js";
 import { sessionTokenMatches } from "./session-token.js";
-import type { RelaySocketServerOptions } from "./types.js";
+import type { ContainerHandlers } from "./types.js";
 
-/** Used as the call deadline until the first config arrives. */
-const DEFAULT_CALL_TIMEOUT_MS = 60_000;
-
-/** `setCallerToolsConfig` was given a config whose notification would exceed the line limit. */
-export class ConfigTooLargeError extends Error {
-  override readonly name = "ConfigTooLargeError";
-  readonly code = "config_too_large";
+export interface RelaySocketServerOptions {
+  /** Unix socket path, e.g. `<socketDir>/relay.sock`; created with mode 0o666, a stale socket is removed first. */
+  path: string;
+  sessionId: string;
+  /** Secret the runner and container-client must present in `hello`. Never logged. */
+  sessionToken: string;
+  handlers: ContainerHandlers;
+  logger: Logger;
+  /** Most connections at once (authenticated or not); default 64. */
+  maxConnections?: number;
+  /** A connection that has not completed `hello` by then is closed; default 5 s. */
+  helloTimeoutMs?: number;
 }
 
 async function removeStaleSocket(path: string): Promise<void> {
@@ -35,43 +41,32 @@ async function removeStaleSocket(path: string): Promise<void> {
 export class RelaySocketServer {
   readonly #options: RelaySocketServerOptions;
   readonly #log: Logger;
-  readonly #connections = new Set<RelayConnection>();
-  readonly #ctx: RelayConnectionContext;
+  readonly #connections = new Set<ContainerConnection>();
+  readonly #ctx: ConnectionContext;
+  readonly #maxConnections: number;
   #server: Server | undefined;
-  #configLine: string | undefined;
-  #callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS;
+  #config: CallerToolsConfig | undefined;
   #nextConnectionId = 1;
+  #refused = 0;
   #closing: Promise<void> | undefined;
 
   constructor(options: RelaySocketServerOptions) {
     this.#options = options;
-    this.#log = options.logger.child({ component: "relay-socket", session_id: options.sessionId });
-    const callGraceMs = options.callGraceMs ?? 2_000;
+    this.#log = options.logger.child({ component: "container-socket" });
+    this.#maxConnections = options.maxConnections ?? 64;
     this.#ctx = {
       sessionId: options.sessionId,
-      maxLineBytes: options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES,
-      helloTimeoutMs: options.helloTimeoutMs ?? 10_000,
-      maxInFlight: options.maxInFlightPerConnection ?? 1024,
-      closeGraceMs: 2_000,
+      helloTimeoutMs: options.helloTimeoutMs ?? 5_000,
       logger: this.#log,
-      callerTool: (call, signal) => options.handlers.callerTool(call, signal),
+      handlers: options.handlers,
       tokenMatches: (presented) => sessionTokenMatches(presented, options.sessionToken),
-      configLine: () => this.#configLine,
-      callDeadlineMs: () => this.#callTimeoutMs + callGraceMs,
-      onClosed: (connection) => this.#connections.delete(connection),
+      config: () => this.#config,
     };
   }
 
   /** Open connections, authenticated or not. */
   get connectionCount(): number {
     return this.#connections.size;
-  }
-
-  /** Connections that have completed `hello`. */
-  get authenticatedCount(): number {
-    let n = 0;
-    for (const c of this.#connections) if (c.authenticated) n += 1;
-    return n;
   }
 
   /** Listens on the socket path (replacing a stale socket file) with mode 0o666. */
@@ -89,33 +84,25 @@ export class RelaySocketServer {
         resolve();
       });
     });
-    server.on("error", (err) => this.#log.error({ err }, "relay socket server error"));
+    // EMFILE and friends on accept are reported here; the server keeps listening.
+    server.on("error", (err) => this.#log.error({ err: err.message }, "container socket server error"));
     // The container user (uid 1000) is not the host-agent's user.
     await setMode(path, 0o666);
-    this.#log.info({ path }, "relay socket listening");
+    this.#log.info({ path }, "container socket listening");
   }
 
-  /**
-   * Stores the config and pushes `caller_tools_config` to every authenticated connection (and to
-   * each new one right after its hello). Throws ConfigTooLargeError if it cannot fit on one line.
-   */
+  /** Stores the config and pushes `caller_tools_config` to every client (and to each new one after its hello). */
   setCallerToolsConfig(config: CallerToolsConfig): void {
-    const line = JSON.stringify({ jsonrpc: "2.0", method: "caller_tools_config", params: config });
-    const bytes = Buffer.byteLength(line);
-    if (bytes > this.#ctx.maxLineBytes) {
-      throw new ConfigTooLargeError(
-        `caller_tools_config is ${bytes} bytes; the socket line limit is ${this.#ctx.maxLineBytes}`,
-      );
-    }
-    this.#configLine = line;
-    this.#callTimeoutMs = config.timeout_ms;
-    for (const connection of this.#connections) connection.pushIfAuthenticated(line);
+    this.#config = config;
+    for (const connection of this.#connections)
+      connection.notifyClient(SocketMethod.callerToolsConfig, config);
     this.#log.info({ caller_id: config.caller_id, tools: config.tools.length }, "caller tools config pushed");
   }
 
   /**
-   * Stops listening, answers every request in flight with a `session_ended` error, ends the
-   * connections and removes the socket file. Idempotent.
+   * Stops listening, ends every connection (in-flight handlers see ConnectionClosed) and removes
+   * the socket file. The runner and container-client reconnect to whoever listens there next.
+   * Idempotent.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();
@@ -128,12 +115,10 @@ export class RelaySocketServer {
       if (!server?.listening) resolve();
       else server.close(() => resolve());
     });
-    await Promise.all(
-      [...this.#connections].map((c) => c.shutdown("the host-agent closed the session's relay socket")),
-    );
+    await Promise.all([...this.#connections].map((c) => c.shutdown(2_000)));
     await stopped;
     await unlink(this.#options.path).catch(() => undefined);
-    this.#log.info("relay socket closed");
+    this.#log.info("container socket closed");
   }
 
   #accept(socket: Socket): void {
@@ -141,7 +126,20 @@ export class RelaySocketServer {
       socket.destroy();
       return;
     }
-    const connection = new RelayConnection(socket, this.#ctx, this.#nextConnectionId++);
+    if (this.#connections.size >= this.#maxConnections) {
+      socket.destroy();
+      this.#refused += 1;
+      // One line per hundred refusals: a flood must not flood the log too.
+      if (this.#refused % 100 === 1) {
+        this.#log.warn(
+          { max: this.#maxConnections, refused: this.#refused },
+          "too many container connections; refusing",
+        );
+      }
+      return;
+    }
+    const connection = new ContainerConnection(socket, this.#ctx, this.#nextConnectionId++);
     this.#connections.add(connection);
+    void connection.closed.then(() => this.#connections.delete(connection));
   }
 }

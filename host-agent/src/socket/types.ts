@@ -1,40 +1,26 @@
-import type { Logger } from "../../../lib/log.js";
-import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
-import type { JsonObject } from "../../../protocol/json.js";
+import type { HandlerContext } from "../../../lib/rpc/peer.js";
+import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
+import type { JsonObject, JsonValue } from "../../../protocol/json.js";
+import type { ContainerConnection } from "./container-connection.js";
 
-/** One caller tool call, as asked for by the droid. */
-export interface CallerToolCall {
+/** One caller tool call, as the droid's container-client asked for it. */
+export interface CallerToolRequest {
+  call_id?: string | undefined;
   tool: string;
   arguments: JsonObject;
 }
 
-/** What the host-agent does with requests arriving on a session's relay socket. */
-export interface RelayHandlers {
+/** What the host-agent does with what arrives on a session's container socket. */
+export interface ContainerHandlers {
   /**
-   * Runs one caller tool call; resolves with the outcome (caller failures are outcomes, not
-   * rejections). `signal` aborts when the connection that asked closes, when the server closes,
-   * or when the relay's own backstop deadline passes.
+   * Runs one caller tool call: resolves with the caller's result or throws an RpcError. `ctx.signal`
+   * aborts when the droid cancels (RequestCancelled) or the connection closes (ConnectionClosed).
    */
-  callerTool(call: CallerToolCall, signal: AbortSignal): Promise<CallerToolOutcome>;
-}
-
-export interface RelaySocketServerOptions {
-  /** Unix socket path, e.g. `<socketDir>/relay.sock`; created with mode 0o666, a stale socket is removed first. */
-  path: string;
-  sessionId: string;
-  /** Secret the agent process must present in `hello`. Never logged. */
-  sessionToken: string;
-  /** Cap on one line in either direction; default DEFAULT_MAX_LINE_BYTES. */
-  maxLineBytes?: number;
-  handlers: RelayHandlers;
-  logger: Logger;
-  /** A connection that has not completed `hello` by then is closed; default 10 s. */
-  helloTimeoutMs?: number;
-  /** Requests one connection may have in flight; more are refused; default 1024. */
-  maxInFlightPerConnection?: number;
-  /**
-   * Backstop deadline of a `caller_tool` call beyond the config's `timeout_ms` (the handler is
-   * expected to answer by then with its own timeout outcome); default 2 s.
-   */
-  callGraceMs?: number;
+  callerTool(request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue>;
+  /** A connection authenticated as the runner, reporting where its agent is. */
+  runnerConnected(connection: ContainerConnection, agent: AgentState): void;
+  /** The runner's connection closed. */
+  runnerGone(connection: ContainerConnection): void;
+  /** New (or re-sent) agent events from the runner. */
+  agentEvents(events: AgentEvent[]): void;
 }

@@ -1,22 +1,25 @@
 import type { Logger } from "../../../lib/log.js";
-import { tryParseJson } from "../../../protocol/json.js";
+import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
-  type HostToRegistry,
-  type RegistryToHost,
-  RegistryToHostSchema,
+  HostHelloResultSchema,
   type RuntimeKind,
   type SessionSpec,
+  SessionStartParamsSchema,
+  SessionStopParamsSchema,
   TUNNEL_PROTOCOL_VERSION,
-  type TunnelError,
+  TunnelMethod,
 } from "../../../protocol/tunnel.js";
-import { ReconnectingSocket, type TunnelTiming } from "./reconnecting-socket.js";
-import { toWs } from "./session-tunnel.js";
+import { type TunnelTiming, toWs } from "./reconnecting-socket.js";
+import { TunnelLink } from "./tunnel-link.js";
 
 /** What the host control channel asks of the host's sessions. */
 export interface SessionControl {
   start(sessionId: string, spec: SessionSpec): Promise<void>;
   stop(sessionId: string, reason: string): Promise<void>;
   running(): string[];
+  /** The host channel is (back) up: session tunnels should reconnect now. */
+  reconnectTunnels(): void;
 }
 
 export interface HostControlOptions {
@@ -33,84 +36,84 @@ export interface HostControlOptions {
   timing?: TunnelTiming;
 }
 
-/** The host channel of the tunnel: registers the host and carries session start/stop requests. */
+const HELLO_TIMEOUT_MS = 15_000;
+
+/** The host channel of the tunnel: registers the host, reports its sessions, carries start/stop. */
 export class HostControl {
   readonly #o: HostControlOptions;
-  readonly #socket: ReconnectingSocket;
+  readonly #link: TunnelLink;
 
   constructor(options: HostControlOptions) {
     this.#o = options;
     const url = new URL("/v1/tunnel/host", toWs(options.workerUrl));
     url.searchParams.set("host_id", options.hostId);
-    this.#socket = new ReconnectingSocket({
+    this.#link = new TunnelLink({
       url: url.toString(),
-      headers: () => ({ authorization: `Bearer ${options.hostToken}` }),
+      hostToken: options.hostToken,
       logger: options.logger,
       timing: options.timing,
-      onOpen: (socket) =>
-        socket.send({
-          type: "host_hello",
-          v: TUNNEL_PROTOCOL_VERSION,
-          host_id: options.hostId,
-          runtime: options.runtime,
-          agent_version: options.agentVersion,
-          sessions: options.sessions.running(),
-          max_sessions: options.maxSessions,
-        } satisfies HostToRegistry),
-      onFrame: (text) => void this.#onFrame(text),
+      serve: (peer) => this.#serve(peer),
+      opened: (peer) => void this.#hello(peer),
       onPermanentFailure: options.onRefused,
     });
   }
 
   start(): void {
-    this.#socket.start();
+    this.#link.start();
   }
 
   close(): void {
-    this.#socket.close();
+    this.#link.close();
   }
 
-  async #onFrame(text: string): Promise<void> {
-    const json = tryParseJson(text);
-    const parsed = json.ok ? RegistryToHostSchema.safeParse(json.value) : null;
-    if (!parsed?.success) {
-      this.#o.logger.warn({ frame: text.slice(0, 200) }, "bad frame from the host registry");
-      this.#socket.send({
-        type: "error",
-        error: { code: "bad_frame", message: "unparseable frame" },
-      } satisfies HostToRegistry);
-      return;
-    }
-    await this.#handle(parsed.data);
+  #serve(peer: RpcPeer): void {
+    const { sessions, logger } = this.#o;
+    peer.handle(TunnelMethod.sessionStart, SessionStartParamsSchema, async (params) => {
+      await sessions.start(params.session_id, params.spec).catch((err: unknown) => {
+        throw toRpcError(err, logger, `could not start session ${params.session_id}`);
+      });
+      return {};
+    });
+    peer.handle(TunnelMethod.sessionStop, SessionStopParamsSchema, async (params) => {
+      await sessions.stop(params.session_id, params.reason).catch((err: unknown) => {
+        throw toRpcError(err, logger, `could not stop session ${params.session_id}`);
+      });
+      return {};
+    });
   }
 
-  async #handle(frame: RegistryToHost): Promise<void> {
-    const log = this.#o.logger;
-    switch (frame.type) {
-      case "host_welcome":
-        log.info({ host_id: frame.host_id }, "registered with the Worker");
-        return;
-      case "session_start":
-        return this.#ack(frame.req_id, () => this.#o.sessions.start(frame.session_id, frame.spec));
-      case "session_stop":
-        return this.#ack(frame.req_id, () => this.#o.sessions.stop(frame.session_id, frame.reason));
-      case "error":
-        log.warn({ code: frame.error.code, message: frame.error.message }, "host registry reported an error");
-        return;
-    }
-  }
-
-  async #ack(reqId: string, work: () => Promise<void>): Promise<void> {
+  async #hello(peer: RpcPeer): Promise<void> {
+    const { hostId, runtime, agentVersion, maxSessions, sessions, logger } = this.#o;
     try {
-      await work();
-      this.#socket.send({ type: "ack", req_id: reqId, ok: true } satisfies HostToRegistry);
+      const raw = await peer.request(
+        TunnelMethod.hostHello,
+        {
+          v: TUNNEL_PROTOCOL_VERSION,
+          host_id: hostId,
+          runtime,
+          agent_version: agentVersion,
+          sessions: sessions.running(),
+          max_sessions: maxSessions,
+        },
+        { timeoutMs: HELLO_TIMEOUT_MS, timeoutMessage: "no answer to host_hello" },
+      );
+      const hello = HostHelloResultSchema.parse(raw);
+      logger.info({ host_id: hello.host_id }, "registered with the Worker");
+      sessions.reconnectTunnels();
     } catch (err) {
-      const error: TunnelError = {
-        code: "runtime_error",
-        message: err instanceof Error ? err.message : String(err),
-      };
-      this.#o.logger.warn({ req_id: reqId, error: error.message }, "request failed");
-      this.#socket.send({ type: "ack", req_id: reqId, ok: false, error } satisfies HostToRegistry);
+      if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return;
+      logger.error({ err }, "host_hello failed; reconnecting");
+      this.#link.drop();
     }
   }
+}
+
+/** Errors of the runtime become tunnel errors with a reason; their messages say what to do. */
+function toRpcError(err: unknown, logger: Logger, what: string): RpcError {
+  if (err instanceof RpcError) return err;
+  const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "runtime_error";
+  const reason = code === "image_not_found" || code === "host_full" ? code : "runtime_error";
+  const message = err instanceof Error ? err.message : String(err);
+  logger.warn({ reason, error: message }, what);
+  return new RpcError(RpcErrorCode.ServerError, message, { reason });
 }

@@ -2,7 +2,9 @@ import type { IncomingMessage } from "node:http";
 import WebSocket from "ws";
 import { ReconnectBackoff } from "../../../lib/backoff.js";
 import type { Logger } from "../../../lib/log.js";
-import { HEARTBEAT_PING, HEARTBEAT_PONG, MAX_TUNNEL_FRAME_BYTES } from "../../../protocol/tunnel.js";
+import { exceedsUtf8Bytes } from "../../../protocol/json.js";
+import { Limits } from "../../../protocol/limits.js";
+import { HEARTBEAT_PING, HEARTBEAT_PONG } from "../../../protocol/tunnel.js";
 
 /** How a tunnel connection keeps itself alive. */
 export interface TunnelTiming {
@@ -20,11 +22,13 @@ export interface ReconnectingSocketOptions {
   /** Headers for each attempt (fresh credentials per attempt). */
   headers: () => Record<string, string>;
   logger: Logger;
-  /** Runs on every (re)connection; send the hello here. */
-  onOpen(socket: ReconnectingSocket): void;
+  /** Runs on every (re)connection; the owner starts a new conversation here. */
+  onOpen(): void;
   /** Every text frame except heartbeats. */
   onFrame(text: string): void;
-  /** The server refused us for good (401/403/404/410): no more attempts. */
+  /** The current connection is gone (the owner ends its conversation). */
+  onClose(): void;
+  /** The server refused us for good (400/401/403/404/410): no more attempts. */
   onPermanentFailure(status: number, body: string): void;
   timing?: TunnelTiming;
   backoff?: ReconnectBackoff;
@@ -36,8 +40,8 @@ const PERMANENT = new Set([400, 401, 403, 404, 410]);
 /**
  * An outbound WebSocket that stays connected: capped exponential backoff with full jitter
  * between attempts (reset only after a stable period), text heartbeats the Durable Object
- * answers without waking ("ping"/"pong"), and a dead-peer check. It does not queue frames:
- * its owners keep their own state (pending calls, unacked events) and resend it on `onOpen`.
+ * answers without waking ("ping"/"pong"), and a dead-peer check. It does not queue frames: its
+ * owners keep their own state (pending calls, unacked events) and re-send it on `onOpen`.
  */
 export class ReconnectingSocket {
   readonly #options: ReconnectingSocketOptions;
@@ -66,41 +70,73 @@ export class ReconnectingSocket {
     this.#connect();
   }
 
-  /** Sends a frame if connected; returns false otherwise (the owner resends on the next open). */
-  send(frame: unknown): boolean {
+  /**
+   * Connects now if we are waiting to retry (the host channel came back: the network is there
+   * again, so the session tunnels need not sit out their own backoff).
+   */
+  retryNow(): void {
+    if (this.#closed || this.#ws !== null || this.#retryTimer === undefined) return;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#backoff.reset();
+    this.#connect();
+  }
+
+  /**
+   * Sends one frame if connected; false otherwise (the owner re-sends on the next open). A frame
+   * over the frame limit is never sent: it would only make the server drop the connection.
+   */
+  send(text: string): boolean {
     const ws = this.#ws;
     if (!this.#connected || !ws) return false;
-    ws.send(JSON.stringify(frame));
+    if (exceedsUtf8Bytes(text, Limits.frameBytes)) {
+      this.#options.logger.error({ bytes: text.length }, "refusing to send a frame over the frame limit");
+      return false;
+    }
+    ws.send(text);
     return true;
+  }
+
+  /** Drops the current connection (it will reconnect): for a peer that stopped making sense. */
+  drop(): void {
+    this.#ws?.terminate();
   }
 
   close(): void {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
     clearInterval(this.#heartbeat);
-    this.#ws?.close(1000, "closing");
+    const ws = this.#ws;
     this.#ws = null;
-    this.#connected = false;
+    if (this.#connected) {
+      this.#connected = false;
+      this.#options.onClose();
+    }
+    ws?.close(1000, "closing");
   }
 
   #connect(): void {
     if (this.#closed) return;
+    this.#retryTimer = undefined;
     const log = this.#options.logger;
     const ws = new WebSocket(this.#options.url, {
       headers: this.#options.headers(),
-      maxPayload: MAX_TUNNEL_FRAME_BYTES,
+      maxPayload: Limits.frameBytes,
       handshakeTimeout: 10_000,
     });
     this.#ws = ws;
     ws.on("open", () => {
+      if (this.#ws !== ws) return;
       this.#connected = true;
       this.#openedAt = Date.now();
       this.#lastSeen = Date.now();
       this.#startHeartbeat(ws);
       log.info({ url: redact(this.#options.url) }, "tunnel connected");
-      this.#options.onOpen(this);
+      this.#options.onOpen();
     });
     ws.on("message", (data, isBinary) => {
+      if (this.#ws !== ws) return;
       this.#lastSeen = Date.now();
       if (isBinary) return;
       const text = data.toString();
@@ -126,10 +162,12 @@ export class ReconnectingSocket {
     });
     ws.on("error", (err) => log.warn({ err: err.message }, "tunnel error"));
     ws.on("close", (code) => {
+      if (this.#ws !== ws && this.#ws !== null) return;
       clearInterval(this.#heartbeat);
       const wasConnected = this.#connected;
       this.#connected = false;
-      if (this.#ws === ws) this.#ws = null;
+      this.#ws = null;
+      if (wasConnected) this.#options.onClose();
       if (this.#closed) return;
       if (wasConnected) this.#backoff.connectionEnded(Date.now() - this.#openedAt);
       const delay = this.#backoff.next();
@@ -150,6 +188,13 @@ export class ReconnectingSocket {
     }, this.#heartbeatMs);
     this.#heartbeat.unref();
   }
+}
+
+/** The WebSocket URL of the Worker (http→ws, https→wss). */
+export function toWs(workerUrl: string): string {
+  const u = new URL(workerUrl);
+  u.protocol = u.protocol === "https:" ? "wss:" : u.protocol === "http:" ? "ws:" : u.protocol;
+  return u.toString();
 }
 
 function redact(url: string): string {

@@ -1,16 +1,27 @@
-import { randomUUID } from "node:crypto";
 import type { Logger } from "../../../lib/log.js";
-import type { CallerToolOutcome, CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import type { JsonObject } from "../../../protocol/json.js";
-import { tryParseJson } from "../../../protocol/json.js";
+import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import type { AgentEvent } from "../../../protocol/agent-events.js";
+import { batchEvents, MAX_EVENTS_PER_BATCH } from "../../../protocol/agent-events.js";
 import {
-  type HostSessionEvent,
-  type HostToSession,
-  type SessionToHost,
-  SessionToHostSchema,
+  type CallerToolOutcome,
+  type CallerToolsConfig,
+  rpcErrorToOutcome,
+} from "../../../protocol/caller-tools.js";
+import type { JsonObject } from "../../../protocol/json.js";
+import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import { CANCELLED } from "../../../protocol/rpc/messages.js";
+import {
+  DroidMessageParamsSchema,
+  SessionEventsResultSchema,
+  SessionHelloResultSchema,
   TUNNEL_PROTOCOL_VERSION,
+  TunnelCallerToolsConfigSchema,
+  TunnelMethod,
 } from "../../../protocol/tunnel.js";
-import { ReconnectingSocket, type TunnelTiming } from "./reconnecting-socket.js";
+import type { TunnelTiming } from "./reconnecting-socket.js";
+import { toWs } from "./reconnecting-socket.js";
+import { TunnelLink } from "./tunnel-link.js";
 
 export interface SessionTunnelOptions {
   workerUrl: string;
@@ -18,41 +29,45 @@ export interface SessionTunnelOptions {
   hostId: string;
   sessionId: string;
   logger: Logger;
-  onConfig(config: CallerToolsConfig): void;
-  /** A message for the droid; return once it is written to the agent's stdin. */
-  onDroidMessage(seq: number, text: string): void;
-  /** The Worker no longer knows the session. */
-  onGone(reason: string): void;
   timing?: TunnelTiming;
+  onConfig(config: CallerToolsConfig): void;
+  /** Writes a droid message to the agent; resolves once written. `signal` aborts if the tunnel drops. */
+  onDroidMessage(seq: number, text: string, signal: AbortSignal): Promise<void>;
+  /** The session object has stored agent events up to `seq` (the runner may drop them). */
+  onEventsStored(seq: number): void;
+  /** The Worker no longer runs this session here (unknown, ended, or placed on another host). */
+  onGone(reason: string): void;
 }
 
-interface PendingCall {
-  frame: Extract<HostToSession, { type: "caller_tool_call" }>;
+interface Call {
+  tool: string;
+  arguments: JsonObject;
+  promise: Promise<CallerToolOutcome>;
   resolve(outcome: CallerToolOutcome): void;
 }
 
-/** Most host events buffered while the tunnel is down; older droid output is dropped past it. */
-const MAX_BUFFERED_EVENTS = 10_000;
-const MAX_BATCH = 256;
+/** Most agent events queued for the session object; more output is dropped (and said so). */
+const MAX_QUEUED_EVENTS = 20_000;
+const HELLO_TIMEOUT_MS = 15_000;
 
 /**
- * One session's tunnel to its SessionDurableObject. Nothing in flight is lost across a
- * reconnect: caller tool calls stay pending and are re-sent (the object de-duplicates by
- * `call_id`), host events are re-sent until acknowledged (de-duplicated by `seq`), and droid
- * messages already delivered are acknowledged, not delivered twice.
+ * One session's tunnel to its SessionDurableObject. It keeps, across every reconnect: the caller
+ * tool calls waiting for an outcome (re-sent under their call id, which the object de-duplicates),
+ * cancellations not yet delivered, agent events not yet stored (re-sent; idempotent by seq) and a
+ * host-side end of the session not yet acknowledged.
  */
 export class SessionTunnel {
   readonly #o: SessionTunnelOptions;
-  readonly #socket: ReconnectingSocket;
-  readonly #calls = new Map<string, PendingCall>();
-  /** Event batches sent (or to send) and not yet acknowledged, in seq order. */
-  readonly #unacked: { seq: number; events: HostSessionEvent[] }[] = [];
-  #buffer: HostSessionEvent[] = [];
-  #flushScheduled = false;
-  #nextSeq = 1;
-  #deliveredMessageSeq = 0;
-  #ready = false;
-  #ackWaiters: (() => void)[] = [];
+  readonly #link: TunnelLink;
+  readonly #calls = new Map<string, Call>();
+  readonly #cancels = new Map<string, string>();
+  #events: AgentEvent[] = [];
+  #storedSeq = 0;
+  #droppedEvents = 0;
+  #sending = false;
+  #ready: RpcPeer | null = null;
+  #ending: { reason: string; done: Promise<void>; resolve(): void } | null = null;
+  #gone = false;
 
   constructor(options: SessionTunnelOptions) {
     this.#o = options;
@@ -60,159 +75,232 @@ export class SessionTunnel {
       `/v1/tunnel/sessions/${encodeURIComponent(options.sessionId)}`,
       toWs(options.workerUrl),
     );
-    this.#socket = new ReconnectingSocket({
+    this.#link = new TunnelLink({
       url: url.toString(),
-      headers: () => ({ authorization: `Bearer ${options.hostToken}` }),
+      hostToken: options.hostToken,
       logger: options.logger,
       timing: options.timing,
-      onOpen: (socket) => {
-        this.#ready = false;
-        socket.send({
-          type: "session_hello",
-          v: TUNNEL_PROTOCOL_VERSION,
-          host_id: options.hostId,
-          delivered_message_seq: this.#deliveredMessageSeq,
-        } satisfies HostToSession);
+      serve: (peer) => this.#serve(peer),
+      opened: (peer) => void this.#hello(peer),
+      closed: () => {
+        this.#ready = null;
+        this.#sending = false;
       },
-      onFrame: (text) => this.#onFrame(text),
       onPermanentFailure: (status, body) =>
-        options.onGone(`the Worker refused the session tunnel (${status}): ${body}`),
+        this.#goneFor(`the Worker refused the session tunnel (${status}): ${body}`),
     });
   }
 
   start(): void {
-    this.#socket.start();
+    this.#link.start();
+  }
+
+  /** The host channel is back: reconnect now instead of waiting out the backoff. */
+  reconnectNow(): void {
+    this.#link.retryNow();
   }
 
   get connected(): boolean {
-    return this.#ready;
+    return this.#ready !== null;
   }
 
-  /** Relays one caller tool call; resolves with its outcome, however many reconnects it takes. */
-  callerTool(tool: string, args: JsonObject): Promise<CallerToolOutcome> {
-    return new Promise((resolve) => {
-      const frame = { type: "caller_tool_call", call_id: randomUUID(), tool, arguments: args } as const;
-      this.#calls.set(frame.call_id, { frame, resolve });
-      if (this.#ready) this.#socket.send(frame);
+  /** Relays one caller tool call; resolves with its outcome however many reconnects it takes. */
+  callerTool(callId: string, tool: string, args: JsonObject): Promise<CallerToolOutcome> {
+    const known = this.#calls.get(callId);
+    if (known) return known.promise;
+    let resolve!: (outcome: CallerToolOutcome) => void;
+    const promise = new Promise<CallerToolOutcome>((r) => {
+      resolve = r;
     });
+    const call: Call = { tool, arguments: args, promise, resolve };
+    this.#calls.set(callId, call);
+    this.#cancels.delete(callId);
+    if (this.#ready) this.#request(this.#ready, callId, call);
+    return promise;
   }
 
-  /** Fails every pending call (the session is over on this host). */
+  /** Nobody waits for `callId` any more: tell the session object (now, or after the next reconnect). */
+  cancel(callId: string, reason: string): void {
+    const call = this.#calls.get(callId);
+    this.#calls.delete(callId);
+    call?.resolve({ ok: false, error: { reason: "cancelled", message: reason } });
+    this.#cancels.set(callId, reason);
+    if (this.#ready) this.#sendCancels(this.#ready);
+  }
+
+  /** Queues agent events (from the runner) for the session object, in seq order. */
+  pushEvents(events: readonly AgentEvent[]): void {
+    let last = this.#events.at(-1)?.seq ?? this.#storedSeq;
+    for (const event of events) {
+      if (event.seq <= last) continue;
+      if (this.#events.length >= MAX_QUEUED_EVENTS && event.type !== "droid_status") {
+        this.#droppedEvents += 1;
+        continue;
+      }
+      this.#events.push(event);
+      last = event.seq;
+    }
+    if (this.#droppedEvents > 0) {
+      this.#o.logger.warn({ dropped: this.#droppedEvents }, "agent output dropped: the tunnel queue is full");
+      this.#droppedEvents = 0;
+    }
+    void this.#pump();
+  }
+
+  /** Highest agent event seq the session object has stored. */
+  get storedSeq(): number {
+    return this.#storedSeq;
+  }
+
+  /** Tells the session object the session is over on this host; resolves once it acknowledged (or is gone). */
+  end(reason: string): Promise<void> {
+    if (this.#gone) return Promise.resolve();
+    if (!this.#ending) {
+      let resolve!: () => void;
+      const done = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.#ending = { reason, done, resolve };
+      if (this.#ready) void this.#sendEnd(this.#ready);
+    }
+    return this.#ending.done;
+  }
+
+  /** Fails every waiting call (the session is over on this host). */
   failPending(outcome: CallerToolOutcome): void {
     for (const call of this.#calls.values()) call.resolve(outcome);
     this.#calls.clear();
   }
 
-  /** Queues a host event; events go out in batches, in order, and are re-sent until acknowledged. */
-  event(event: HostSessionEvent): void {
-    this.#buffer.push(event);
-    const buffered = this.#buffer.length + this.#unacked.reduce((n, b) => n + b.events.length, 0);
-    if (buffered > MAX_BUFFERED_EVENTS) {
-      const dropAt = this.#buffer.findIndex((e) => e.type === "droid_output" || e.type === "droid_log");
-      if (dropAt >= 0) this.#buffer.splice(dropAt, 1);
-    }
-    if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      queueMicrotask(() => this.#flush());
-    }
+  close(): void {
+    this.#link.close();
+    this.#ready = null;
   }
 
-  /** Resolves once every event queued so far is acknowledged, or after `timeoutMs`. */
-  async drained(timeoutMs: number): Promise<boolean> {
-    if (this.#buffer.length === 0 && this.#unacked.length === 0) return true;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.#ackWaiters.push(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
+  #serve(peer: RpcPeer): void {
+    peer.onNotification(TunnelMethod.callerToolsConfig, TunnelCallerToolsConfigSchema, (config) =>
+      this.#o.onConfig(config),
+    );
+    peer.handle(TunnelMethod.droidMessage, DroidMessageParamsSchema, async (params, ctx) => {
+      await this.#o.onDroidMessage(params.seq, params.text, ctx.signal);
+      return {};
     });
   }
 
-  close(): void {
-    this.#socket.close();
-    this.#ready = false;
-  }
-
-  #flush(): void {
-    this.#flushScheduled = false;
-    while (this.#buffer.length > 0) {
-      const events = this.#buffer.splice(0, MAX_BATCH);
-      const batch = { seq: this.#nextSeq++, events };
-      this.#unacked.push(batch);
-      if (this.#ready) this.#socket.send({ type: "session_events", ...batch } satisfies HostToSession);
-    }
-  }
-
-  #onFrame(text: string): void {
-    const json = tryParseJson(text);
-    const parsed = json.ok ? SessionToHostSchema.safeParse(json.value) : null;
-    if (!parsed?.success) {
-      this.#o.logger.warn({ frame: text.slice(0, 200) }, "bad frame from the session object");
-      this.#socket.send({
-        type: "error",
-        error: { code: "bad_frame", message: "unparseable frame" },
-      } satisfies HostToSession);
-      return;
-    }
-    this.#handle(parsed.data);
-  }
-
-  #handle(frame: SessionToHost): void {
-    switch (frame.type) {
-      case "session_welcome":
-        this.#ready = true;
-        this.#acked(frame.stored_event_seq);
-        // A restarted host-agent must not reuse seqs the object already stored.
-        if (this.#unacked.length === 0 && this.#nextSeq <= frame.stored_event_seq)
-          this.#nextSeq = frame.stored_event_seq + 1;
-        for (const batch of this.#unacked)
-          this.#socket.send({ type: "session_events", ...batch } satisfies HostToSession);
-        for (const call of this.#calls.values()) this.#socket.send(call.frame);
-        return;
-      case "caller_tools_config":
-        this.#o.onConfig(frame.config);
-        return;
-      case "caller_tool_result": {
-        const call = this.#calls.get(frame.call_id);
-        if (!call) return;
-        this.#calls.delete(frame.call_id);
-        call.resolve(frame.outcome);
+  async #hello(peer: RpcPeer): Promise<void> {
+    let raw: unknown;
+    try {
+      raw = await peer.request(
+        TunnelMethod.sessionHello,
+        { v: TUNNEL_PROTOCOL_VERSION, host_id: this.#o.hostId },
+        { timeoutMs: HELLO_TIMEOUT_MS, timeoutMessage: "no answer to session_hello" },
+      );
+    } catch (err) {
+      if (!(err instanceof RpcError) || err.code === RpcErrorCode.ConnectionClosed) return;
+      const reason = err.reason;
+      if (reason === "session_not_found" || reason === "session_ended" || reason === "not_placed") {
+        this.#goneFor(err.message);
         return;
       }
-      case "droid_message":
-        if (frame.seq > this.#deliveredMessageSeq) {
-          this.#o.onDroidMessage(frame.seq, frame.text);
-          this.#deliveredMessageSeq = frame.seq;
-        }
-        this.#socket.send({ type: "droid_message_ack", seq: frame.seq } satisfies HostToSession);
-        return;
-      case "session_events_ack":
-        this.#acked(frame.seq);
-        return;
-      case "error":
-        this.#o.logger.warn(
-          { code: frame.error.code, message: frame.error.message },
-          "session object reported an error",
-        );
-        if (frame.error.code === "session_not_found") this.#o.onGone(frame.error.message);
-        return;
+      this.#o.logger.warn({ code: err.code, reason: err.message }, "session_hello failed; reconnecting");
+      this.#link.drop();
+      return;
+    }
+    const hello = SessionHelloResultSchema.safeParse(raw);
+    if (!hello.success) {
+      this.#o.logger.error("invalid session_hello result; reconnecting");
+      this.#link.drop();
+      return;
+    }
+    if (this.#link.peer !== peer) return;
+    this.#ready = peer;
+    this.#stored(hello.data.stored_event_seq);
+    this.#o.onConfig(hello.data.config);
+    this.#sendCancels(peer);
+    for (const [callId, call] of this.#calls) this.#request(peer, callId, call);
+    if (this.#ending) void this.#sendEnd(peer);
+    void this.#pump();
+  }
+
+  #request(peer: RpcPeer, callId: string, call: Call): void {
+    peer
+      .request(
+        TunnelMethod.callerTool,
+        { call_id: callId, tool: call.tool, arguments: call.arguments },
+        { id: callId },
+      )
+      .then(
+        (result) => this.#settle(callId, call, { ok: true, result: result as never }),
+        (err: unknown) => {
+          if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return; // re-sent on reconnect
+          const error =
+            err instanceof RpcError ? err.toErrorObject() : { code: -32603, message: String(err) };
+          this.#settle(callId, call, rpcErrorToOutcome(error));
+        },
+      );
+  }
+
+  #settle(callId: string, call: Call, outcome: CallerToolOutcome): void {
+    if (this.#calls.get(callId) !== call) return;
+    this.#calls.delete(callId);
+    call.resolve(outcome);
+  }
+
+  #sendCancels(peer: RpcPeer): void {
+    for (const [callId, reason] of this.#cancels) {
+      if (peer.notify(CANCELLED, { requestId: callId, reason })) this.#cancels.delete(callId);
     }
   }
 
-  #acked(seq: number): void {
-    while (this.#unacked.length > 0 && (this.#unacked[0]?.seq ?? Infinity) <= seq) this.#unacked.shift();
-    if (this.#unacked.length === 0 && this.#buffer.length === 0) {
-      const waiters = this.#ackWaiters;
-      this.#ackWaiters = [];
-      for (const w of waiters) w();
+  async #sendEnd(peer: RpcPeer): Promise<void> {
+    const ending = this.#ending;
+    if (!ending) return;
+    try {
+      await peer.request(TunnelMethod.sessionEnd, { reason: ending.reason }, { timeoutMs: HELLO_TIMEOUT_MS });
+      ending.resolve();
+    } catch (err) {
+      if (err instanceof RpcError && err.code !== RpcErrorCode.ConnectionClosed && err.reason !== "timeout") {
+        ending.resolve(); // the object refused (already ended): nothing left to tell it
+      }
     }
   }
-}
 
-/** The WebSocket URL of the Worker (http→ws, https→wss). */
-export function toWs(workerUrl: string): string {
-  const u = new URL(workerUrl);
-  u.protocol = u.protocol === "https:" ? "wss:" : u.protocol === "http:" ? "ws:" : u.protocol;
-  return u.toString();
+  async #pump(): Promise<void> {
+    const peer = this.#ready;
+    if (!peer || this.#sending || this.#events.length === 0) return;
+    this.#sending = true;
+    const batch =
+      batchEvents(this.#events.slice(0, MAX_EVENTS_PER_BATCH), Limits.frameBytes - MAX_ENVELOPE_BYTES)[0] ??
+      [];
+    try {
+      const raw = await peer.request(TunnelMethod.sessionEvents, { events: batch });
+      const result = SessionEventsResultSchema.safeParse(raw);
+      this.#stored(result.success ? result.data.stored_seq : (batch.at(-1)?.seq ?? 0));
+    } catch (err) {
+      if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return;
+      // Never re-send a batch the object refused: it would refuse it forever.
+      this.#o.logger.error(
+        { err, first: batch[0]?.seq, last: batch.at(-1)?.seq },
+        "session_events refused; dropped",
+      );
+      this.#stored(batch.at(-1)?.seq ?? 0);
+    } finally {
+      if (this.#ready === peer) this.#sending = false;
+    }
+    void this.#pump();
+  }
+
+  #stored(seq: number): void {
+    if (seq <= this.#storedSeq) return;
+    this.#storedSeq = seq;
+    while ((this.#events[0]?.seq ?? Number.POSITIVE_INFINITY) <= seq) this.#events.shift();
+    this.#o.onEventsStored(seq);
+  }
+
+  #goneFor(reason: string): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    this.#ending?.resolve();
+    this.#o.onGone(reason);
+  }
 }

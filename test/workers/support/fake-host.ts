@@ -1,69 +1,132 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { z } from "zod";
+import type { AgentEvent } from "../../../protocol/agent-events.js";
 import {
-  type HostToSession,
-  type RegistryToHost,
-  RegistryToHostSchema,
-  type SessionToHost,
-  SessionToHostSchema,
+  CallerToolErrorDataSchema,
+  type CallerToolOutcome,
+  type CallerToolsConfig,
+} from "../../../protocol/caller-tools.js";
+import { type JsonObject, JsonValueSchema } from "../../../protocol/json.js";
+import { RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import {
+  DroidMessageParamsSchema,
+  droidMessageId,
+  type HostHelloParamsSchema,
+  HostHelloResultSchema,
+  SessionEventsResultSchema,
+  SessionHelloResultSchema,
+  SessionStartParamsSchema,
+  SessionStopParamsSchema,
   TUNNEL_PROTOCOL_VERSION,
+  TunnelCallerToolsConfigSchema,
+  type TunnelFailure,
+  TunnelMethod,
 } from "../../../protocol/tunnel.js";
-import { closeAllSockets, FrameSocket } from "./frame-socket.js";
+import { closeAllSockets } from "./frame-socket.js";
 import { until } from "./poll.js";
+import { type RpcAnswer, type RpcRequest, RpcSocket, resultOf } from "./rpc-socket.js";
 import { HOST_TOKEN } from "./tokens.js";
 
-/** How a fake host answers session_start / session_stop. */
-export type HostAnswer = { ok: true } | { ok: false; message: string };
+export type SessionStartParams = z.infer<typeof SessionStartParamsSchema>;
+export type SessionStopParams = z.infer<typeof SessionStopParamsSchema>;
+export type HostHelloParams = z.infer<typeof HostHelloParamsSchema>;
+
+/** A request of the registry to a host, its params checked by the shared schema. */
+export type HostRequest =
+  | { method: "session_start"; params: SessionStartParams }
+  | { method: "session_stop"; params: SessionStopParams };
+
+/** How a fake host answers: `{}`, or an error (code -32000) whose `data.reason` is `reason`. */
+export type HostAnswer = { ok: true } | { ok: false; reason: TunnelFailure; message: string };
 
 export interface FakeHostOptions {
   maxSessions?: number;
+  /** The sessions the host says it runs (`host_hello` `sessions`). */
+  sessions?: string[];
   /** Default: every request succeeds. null: the host never answers. */
-  answer?: (frame: Extract<RegistryToHost, { type: "session_start" | "session_stop" }>) => HostAnswer | null;
+  answer?: (request: HostRequest) => HostAnswer | null;
+}
+
+/** A host id no other test (or test file) uses, so no placement of another test is reconciled. */
+export function uniqueHostId(label = "host"): string {
+  return `${label}-${crypto.randomUUID().slice(0, 8)}`;
 }
 
 /**
- * A host-agent's host channel (`/v1/tunnel/host`) speaking the real tunnel protocol: hello,
- * then an `ack` for every session_start / session_stop. Frames stay readable with `next`.
+ * A host-agent's host channel (`/v1/tunnel/host`) speaking the real tunnel protocol: a
+ * `host_hello` request reporting its sessions, then an answer to every `session_start` /
+ * `session_stop` request per `answer`. The registry's requests stay readable on `socket`.
  */
 export class FakeHost {
   private constructor(
     readonly hostId: string,
-    readonly socket: FrameSocket<RegistryToHost>,
+    readonly socket: RpcSocket,
+    readonly options: FakeHostOptions,
   ) {}
 
-  static async connect(hostId: string, options: FakeHostOptions = {}): Promise<FakeHost> {
-    const socket = await FrameSocket.connect(
+  /** Opens the host channel without saying hello. */
+  static async open(hostId: string, options: FakeHostOptions = {}): Promise<FakeHost> {
+    const socket = await RpcSocket.connect(
       `/v1/tunnel/host?host_id=${encodeURIComponent(hostId)}`,
       HOST_TOKEN,
-      (raw) => RegistryToHostSchema.parse(raw),
     );
     const answer = options.answer ?? (() => ({ ok: true }));
     socket.onFrame((frame) => {
-      if (frame.type !== "session_start" && frame.type !== "session_stop") return;
-      const a = answer(frame);
+      if (frame.kind !== "request") return;
+      const a = answer(hostRequest(frame));
       if (a === null) return;
-      socket.send(
-        a.ok
-          ? { type: "ack", req_id: frame.req_id, ok: true }
-          : {
-              type: "ack",
-              req_id: frame.req_id,
-              ok: false,
-              error: { code: "runtime_error", message: a.message },
-            },
-      );
+      if (a.ok) socket.reply(frame.id, {});
+      else
+        socket.replyError(frame.id, {
+          code: RpcErrorCode.ServerError,
+          message: a.message,
+          data: { reason: a.reason },
+        });
     });
-    socket.send({
-      type: "host_hello",
+    return new FakeHost(hostId, socket, options);
+  }
+
+  /** Opens the host channel and says hello; fails the test when the registry refuses it. */
+  static async connect(hostId: string, options: FakeHostOptions = {}): Promise<FakeHost> {
+    const host = await FakeHost.open(hostId, options);
+    const welcome = HostHelloResultSchema.parse(resultOf(await host.hello()));
+    if (welcome.host_id !== hostId) throw new Error(`welcomed as ${welcome.host_id}`);
+    return host;
+  }
+
+  /** Sends `host_hello` (the options' values, then `overrides`) and returns the answer. */
+  hello(overrides: Partial<HostHelloParams> = {}): Promise<RpcAnswer> {
+    const params: HostHelloParams = {
       v: TUNNEL_PROTOCOL_VERSION,
-      host_id: hostId,
+      host_id: this.hostId,
       runtime: "process",
       agent_version: "test",
-      sessions: [],
-      max_sessions: options.maxSessions ?? 10,
-    });
-    await socket.next("host_welcome");
-    return new FakeHost(hostId, socket);
+      sessions: this.options.sessions ?? [],
+      max_sessions: this.options.maxSessions ?? 10,
+      ...overrides,
+    };
+    return this.socket.ask(TunnelMethod.hostHello, params);
+  }
+
+  /** The params of every session_start the registry sent so far. */
+  starts(): SessionStartParams[] {
+    return this.socket
+      .requests(TunnelMethod.sessionStart)
+      .map((r) => SessionStartParamsSchema.parse(r.params));
+  }
+
+  /** The params of every session_stop the registry sent so far. */
+  stops(): SessionStopParams[] {
+    return this.socket.requests(TunnelMethod.sessionStop).map((r) => SessionStopParamsSchema.parse(r.params));
+  }
+
+  /** The next unread session_stop (that passes `where`). */
+  async nextStop(where: (p: SessionStopParams) => boolean = () => true): Promise<SessionStopParams> {
+    const request = await this.socket.nextRequest(TunnelMethod.sessionStop, (r) =>
+      where(SessionStopParamsSchema.parse(r.params)),
+    );
+    return SessionStopParamsSchema.parse(request.params);
   }
 
   close(): void {
@@ -71,57 +134,108 @@ export class FakeHost {
   }
 }
 
-/** A frame a host may send on a session tunnel (typed by the shared schema). */
-export type HostFrame = HostToSession;
+/** A request of the registry, checked by the shared schemas (anything else fails the test). */
+function hostRequest(frame: RpcRequest): HostRequest {
+  if (frame.method === TunnelMethod.sessionStart) {
+    return { method: "session_start", params: SessionStartParamsSchema.parse(frame.params) };
+  }
+  if (frame.method === TunnelMethod.sessionStop) {
+    return { method: "session_stop", params: SessionStopParamsSchema.parse(frame.params) };
+  }
+  throw new Error(`the registry sent an unknown request ${frame.method}`);
+}
 
 /**
- * The host-agent's session tunnel (`/v1/tunnel/sessions/:id`). `hello()` performs the real
- * handshake and returns the welcome and the caller tools config the session sends first.
+ * A call's answer read back as the droid's outcome. Strict: an error must be a ServerError whose
+ * `data.reason` is a caller tool failure reason, or the test fails.
+ */
+export function outcomeOf(answer: RpcAnswer): CallerToolOutcome {
+  if (answer.kind === "result") return { ok: true, result: JsonValueSchema.parse(answer.result) };
+  const data = CallerToolErrorDataSchema.safeParse(answer.error.data);
+  if (answer.error.code !== RpcErrorCode.ServerError || !data.success) {
+    throw new Error(`not a caller tool outcome: ${JSON.stringify(answer.error)}`);
+  }
+  return { ok: false, error: { reason: data.data.reason, message: answer.error.message } };
+}
+
+/**
+ * The host-agent's session tunnel (`/v1/tunnel/sessions/:id`): `session_hello`, droid calls as
+ * `caller_tool` requests whose id is the call id, cancels, agent events, and the session's
+ * `droid_message` requests and `caller_tools_config` notifications.
  */
 export class SessionTunnel {
-  private constructor(readonly socket: FrameSocket<SessionToHost>) {}
+  private constructor(readonly socket: RpcSocket) {}
 
   static async open(sessionId: string, token = HOST_TOKEN): Promise<SessionTunnel> {
-    return new SessionTunnel(
-      await FrameSocket.connect(`/v1/tunnel/sessions/${sessionId}`, token, (raw) =>
-        SessionToHostSchema.parse(raw),
-      ),
+    return new SessionTunnel(await RpcSocket.connect(`/v1/tunnel/sessions/${sessionId}`, token));
+  }
+
+  /** Sends `session_hello` and returns the answer as is. */
+  helloAnswer(hostId: string, v = TUNNEL_PROTOCOL_VERSION): Promise<RpcAnswer> {
+    return this.socket.ask(TunnelMethod.sessionHello, { v, host_id: hostId });
+  }
+
+  /** Says hello as `hostId`; fails the test when the session refuses. */
+  async hello(hostId: string) {
+    return SessionHelloResultSchema.parse(resultOf(await this.helloAnswer(hostId)));
+  }
+
+  /** A droid's call of a caller tool, as the host relays it: the request id is the call id. */
+  call(callId: string, tool = "send_response", args: JsonObject = {}): void {
+    this.socket.request(TunnelMethod.callerTool, { call_id: callId, tool, arguments: args }, callId);
+  }
+
+  /** The next outcome the session sends for `callId`. */
+  async result(callId: string, timeoutMs?: number): Promise<CallerToolOutcome> {
+    return outcomeOf(await this.socket.answer(callId, timeoutMs));
+  }
+
+  /** Every answer the session sent for `callId` so far. */
+  answers(callId: string): RpcAnswer[] {
+    return this.socket.answers(callId);
+  }
+
+  /** The droid no longer waits for `callId`. */
+  cancel(callId: string, reason?: string): void {
+    this.socket.cancel(callId, reason);
+  }
+
+  /** Sends agent events; returns the `stored_seq` the session answers. */
+  async events(...events: AgentEvent[]): Promise<number> {
+    const answer = await this.socket.ask(TunnelMethod.sessionEvents, { events });
+    return SessionEventsResultSchema.parse(resultOf(answer)).stored_seq;
+  }
+
+  /** The next message for the droid (a `droid_message` request with id `msg:<seq>`). */
+  async nextMessage(where: (m: { seq: number; text: string }) => boolean = () => true) {
+    const request = await this.socket.nextRequest(TunnelMethod.droidMessage, (r) =>
+      where(DroidMessageParamsSchema.parse(r.params)),
     );
+    return { id: request.id, ...DroidMessageParamsSchema.parse(request.params) };
   }
 
-  send(frame: HostFrame | string | Uint8Array): void {
-    this.socket.send(frame);
+  /** Every `droid_message` the session sent so far. */
+  messages(): { seq: number; text: string }[] {
+    return this.socket
+      .requests(TunnelMethod.droidMessage)
+      .map((r) => DroidMessageParamsSchema.parse(r.params));
   }
 
-  async hello(hostId = "h1", deliveredMessageSeq = 0) {
-    this.send({
-      type: "session_hello",
-      v: TUNNEL_PROTOCOL_VERSION,
-      host_id: hostId,
-      delivered_message_seq: deliveredMessageSeq,
-    });
-    const welcome = await this.socket.next("session_welcome");
-    const config = await this.socket.next("caller_tools_config");
-    return { welcome, config: config.config };
+  /** Confirms message `seq` reached the droid. */
+  ackMessage(seq: number): void {
+    this.socket.reply(droidMessageId(seq), {});
   }
 
-  /** A droid's call of a caller tool, as the host relays it. */
-  call(callId: string, tool = "send_response", args: Record<string, string | number> = {}): void {
-    this.send({ type: "caller_tool_call", call_id: callId, tool, arguments: args });
+  /** The next `caller_tools_config` notification (that passes `where`). */
+  async nextConfig(where: (c: CallerToolsConfig) => boolean = () => true): Promise<CallerToolsConfig> {
+    const n = await this.socket.nextNotification(TunnelMethod.callerToolsConfig, (f) =>
+      where(TunnelCallerToolsConfigSchema.parse(f.params)),
+    );
+    return TunnelCallerToolsConfigSchema.parse(n.params);
   }
 
-  /** The outcome the session relays back for `callId`. */
-  async result(callId: string) {
-    return (await this.socket.next("caller_tool_result", (f) => f.call_id === callId)).outcome;
-  }
-
-  /**
-   * Waits until every frame sent before has been handled: the session answers frames in order,
-   * and a frame that is not JSON always gets an `error` back.
-   */
-  async barrier(): Promise<void> {
-    this.send("barrier");
-    await this.socket.next("error", (f) => f.error.message.startsWith("invalid JSON"));
+  barrier(): Promise<void> {
+    return this.socket.barrier();
   }
 
   close(): void {

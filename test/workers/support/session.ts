@@ -4,8 +4,8 @@ import type { CallerTool } from "../../../protocol/caller-tools.js";
 import { SessionEventSchema } from "../../../protocol/events.js";
 import type { CallerPrincipal } from "../../../worker/src/auth/tokens.js";
 import type { CallerDeclaration, Via } from "../../../worker/src/session/types.js";
-import { FakeHost, SessionTunnel } from "./fake-host.js";
-import { FrameSocket } from "./frame-socket.js";
+import { FakeHost, type FakeHostOptions, SessionTunnel, uniqueHostId } from "./fake-host.js";
+import { TypedSocket } from "./frame-socket.js";
 import { ADMIN, ADMIN_TOKEN } from "./tokens.js";
 
 /** A fresh, well-formed session id. */
@@ -62,20 +62,17 @@ export type SubscriberMessage = z.infer<typeof SubscriberMessageSchema>;
 
 /** A plain WebSocket subscriber (`/v1/sessions/:id/ws`). */
 export function subscribe(sessionId: string, token = ADMIN_TOKEN, query = "") {
-  return FrameSocket.connect(`/v1/sessions/${sessionId}/ws${query}`, token, (raw) =>
+  return TypedSocket.connect(`/v1/sessions/${sessionId}/ws${query}`, token, (raw) =>
     SubscriberMessageSchema.parse(raw),
   );
 }
-
-let hosts = 0;
 
 /**
  * A session placed on a fresh fake host-agent, which holds the session's tunnel after the real
  * hello. Nobody is subscribed: the caller does not count as present.
  */
-export async function hostedSession(options: SpawnOptions = {}) {
-  hosts += 1;
-  const host = await FakeHost.connect(`host-${hosts}`);
+export async function hostedSession(options: SpawnOptions = {}, hostOptions: FakeHostOptions = {}) {
+  const host = await FakeHost.connect(uniqueHostId(), hostOptions);
   const spawned = await spawn(options);
   if (spawned.info.host_id !== host.hostId) throw new Error(`placed on ${spawned.info.host_id}`);
   const tunnel = await SessionTunnel.open(spawned.sessionId);
@@ -84,8 +81,8 @@ export async function hostedSession(options: SpawnOptions = {}) {
 }
 
 /** A hosted session whose owner is subscribed over WebSocket, so the caller is present. */
-export async function liveSession(options: SpawnOptions = {}) {
-  const session = await hostedSession(options);
+export async function liveSession(options: SpawnOptions = {}, hostOptions: FakeHostOptions = {}) {
+  const session = await hostedSession(options, hostOptions);
   return { ...session, owner: await subscribe(session.sessionId) };
 }
 

@@ -1,20 +1,26 @@
 import { DurableObject } from "cloudflare:workers";
-import { tryParseJson } from "../../../protocol/json.js";
+import { Limits } from "../../../protocol/limits.js";
+import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
-  type HostToRegistry,
-  HostToRegistrySchema,
-  MAX_TUNNEL_FRAME_BYTES,
-  type RegistryToHost,
+  encodeError,
+  encodeRequest,
+  encodeResult,
+  type JsonRpcId,
+  parseFrame,
+} from "../../../protocol/rpc/messages.js";
+import {
+  HostHelloParamsSchema,
   type RuntimeKind,
   type SessionSpec,
   TUNNEL_PROTOCOL_VERSION,
-  type TunnelError,
+  TunnelMethod,
 } from "../../../protocol/tunnel.js";
+import { principalOf } from "../auth/principal-header.js";
 import { config, type Env } from "../env.js";
-import { fail, ok, type Result } from "../errors.js";
-import { exceedsUtf8Bytes } from "../frame-size.js";
-import { principalOf } from "../http/principal-header.js";
-import { createLog } from "../log.js";
+import { type ErrorCode, fail, ok, type Result } from "../errors.js";
+import { createLog, errorMessage } from "../log.js";
+import { MethodTable } from "../rpc/method-table.js";
+import { HostStore } from "./host-store.js";
 
 interface HostAttachment {
   hostId: string;
@@ -23,28 +29,42 @@ interface HostAttachment {
   ready: boolean;
 }
 
-interface PendingAck {
+interface ConnectedHost {
+  ws: WebSocket;
+  attachment: HostAttachment & { runtime: RuntimeKind };
+}
+
+interface PendingRequest {
+  /** The connection it was sent on: only that one can answer it. */
+  ws: WebSocket;
+  method: string;
   resolve(result: Result<void>): void;
   timer: ReturnType<typeof setTimeout>;
 }
 
-const SCHEMA = "CREATE TABLE IF NOT EXISTS placements (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL)";
-
 /**
- * The one registry of connected host-agents (the host channel of the tunnel): which hosts are
- * up, which host runs which session, and the session_start/session_stop requests to them. Only
- * lifecycle traffic goes through here; caller tool traffic uses per-session tunnels.
+ * The one registry of host-agents (the host channel of the tunnel): which hosts are connected,
+ * which host runs which session (placements), and the session_start/session_stop requests to
+ * them. It keeps placements true: a host that connects reports the sessions it really runs and
+ * is reconciled against them, and a host gone longer than the grace period has its sessions
+ * ended with a host-lost reason and its placements released. Only lifecycle traffic passes here;
+ * caller tool traffic uses per-session tunnels.
  */
 export class HostRegistryDurableObject extends DurableObject<Env> {
   readonly #log = createLog({ component: "host-registry" });
-  readonly #pending = new Map<string, PendingAck>();
+  readonly #store: HostStore;
+  readonly #pending = new Map<string, PendingRequest>();
+  readonly #methods = new MethodTable<WebSocket>();
   /** Spawns waiting for a host to (re)connect. */
   readonly #hostWaiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec(SCHEMA);
+    this.#store = new HostStore(ctx.storage.sql);
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
+    this.#methods.handle(TunnelMethod.hostHello, HostHelloParamsSchema, (params, ws) =>
+      this.#hello(ws, params),
+    );
   }
 
   override async fetch(request: Request): Promise<Response> {
@@ -69,172 +89,352 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: client });
   }
 
-  /** Places a session on the least loaded connected host and waits for it to start the droid. */
-  async startSession(input: {
-    sessionId: string;
-    spec: SessionSpec;
-  }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
-    const host = await this.#waitForHost(config(this.env).hostWaitMs);
-    if (!host) {
-      return fail("no_host", "no host-agent is connected to this Worker; start one (see README: host-agent)");
+  // ------------------------------------------------------------------ RPC from session objects
+
+  /**
+   * Chooses the least loaded connected host with room and records the placement (before the
+   * host is asked to start anything, so the session recognises its tunnel). When no host is
+   * connected it waits a little for one to (re)connect; when all are full it says so at once.
+   */
+  async place(input: { sessionId: string }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
+    const deadline = Date.now() + config(this.env).hostWaitMs;
+    for (;;) {
+      const hosts = this.#connectedHosts();
+      const best = this.#leastLoaded(hosts);
+      if (best) {
+        this.#store.place(input.sessionId, best.attachment.hostId);
+        this.#ensureAlarm();
+        return ok({ hostId: best.attachment.hostId, runtime: best.attachment.runtime });
+      }
+      if (hosts.length > 0) {
+        const full = hosts.map(
+          (h) =>
+            `${h.attachment.hostId} runs ${this.#store.load(h.attachment.hostId)} of ${h.attachment.maxSessions}`,
+        );
+        return fail(
+          "host_full",
+          `every connected host is full (${full.join("; ")}); end a session or add a host`,
+        );
+      }
+      if (Date.now() >= deadline) {
+        return fail(
+          "no_host",
+          'no host-agent is connected to this Worker; start one (see the README, "Running a host-agent")',
+        );
+      }
+      await this.#hostConnected(deadline - Date.now());
     }
-    const sent = await this.#request(host.ws, (reqId) => ({
-      type: "session_start",
-      req_id: reqId,
+  }
+
+  /** Asks the session's host to start it and waits for its answer; a refusal releases the placement. */
+  async start(input: { sessionId: string; spec: SessionSpec }): Promise<Result<void>> {
+    const hostId = this.#store.placement(input.sessionId);
+    if (hostId === null) return fail("host_error", `session ${input.sessionId} is not placed on any host`);
+    const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
+    if (!host) {
+      this.#store.release(input.sessionId);
+      return fail(
+        "host_error",
+        `host ${hostId} disconnected before it could start session ${input.sessionId}`,
+      );
+    }
+    const started = await this.#request(host.ws, TunnelMethod.sessionStart, {
       session_id: input.sessionId,
       spec: input.spec,
-    }));
-    if (!sent.ok) return sent;
-    this.ctx.storage.sql.exec(
-      "INSERT OR REPLACE INTO placements (session_id, host_id) VALUES (?, ?)",
-      input.sessionId,
-      host.attachment.hostId,
-    );
-    return ok({ hostId: host.attachment.hostId, runtime: host.attachment.runtime ?? "process" });
+    });
+    if (started.ok) this.#store.markRunning(input.sessionId);
+    else this.#store.release(input.sessionId);
+    return started;
   }
 
-  /** Asks the session's host to stop its droid and remove the container. */
+  /** Releases the session's placement and asks its host (if connected) to stop its droid. */
   async stopSession(input: { sessionId: string; reason: string }): Promise<Result<void>> {
-    const row = this.ctx.storage.sql
-      .exec("SELECT host_id FROM placements WHERE session_id = ?", input.sessionId)
-      .toArray()[0];
-    if (!row) return fail("not_found", `session ${input.sessionId} is not placed on any host`);
-    this.ctx.storage.sql.exec("DELETE FROM placements WHERE session_id = ?", input.sessionId);
-    const ws = this.ctx.getWebSockets(hostTag(String(row.host_id)))[0];
-    if (!ws) return fail("no_host", `host ${String(row.host_id)} is not connected`);
-    return this.#request(ws, (reqId) => ({
-      type: "session_stop",
-      req_id: reqId,
+    const hostId = this.#store.placement(input.sessionId);
+    if (hostId === null) return ok(undefined);
+    this.#store.release(input.sessionId);
+    const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
+    // A host that is away is told when it comes back: its report will name a session it should not run.
+    if (!host) return ok(undefined);
+    return this.#request(host.ws, TunnelMethod.sessionStop, {
       session_id: input.sessionId,
       reason: input.reason,
-    }));
+    });
   }
 
+  // ------------------------------------------------------------------ host channel
+
   override async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
-    if (typeof raw !== "string" || exceedsUtf8Bytes(raw, MAX_TUNNEL_FRAME_BYTES)) {
-      return this.#sendError(ws, { code: "bad_frame", message: "frames are JSON text up to 1 MiB" });
+    if (typeof raw !== "string") {
+      trySend(
+        ws,
+        encodeError(null, new RpcError(RpcErrorCode.InvalidRequest, "tunnel messages are JSON text")),
+      );
+      return;
     }
-    const json = tryParseJson(raw);
-    if (!json.ok) return this.#sendError(ws, { code: "bad_frame", message: `invalid JSON: ${json.error}` });
-    const parsed = HostToRegistrySchema.safeParse(json.value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      return this.#sendError(ws, {
-        code: "bad_frame",
-        message: `invalid frame: ${issue?.path.join(".")} ${issue?.message}`,
-      });
+    const frame = parseFrame(raw, { maxBytes: Limits.frameBytes, maxDepth: Limits.jsonDepth });
+    switch (frame.kind) {
+      case "request":
+        this.#serve(ws, frame.id, frame.method, frame.params);
+        return;
+      case "result":
+      case "error": {
+        const pending = frame.id === null ? undefined : this.#pending.get(String(frame.id));
+        if (!pending) {
+          if (frame.kind === "error")
+            this.#log.warn("host reported an error", { error: frame.error.message });
+          return;
+        }
+        this.#pending.delete(String(frame.id));
+        clearTimeout(pending.timer);
+        pending.resolve(frame.kind === "result" ? ok(undefined) : hostRefusal(frame.error));
+        return;
+      }
+      case "notification":
+        return;
+      case "invalid":
+        this.#log.warn("bad host message", { reason: frame.error.message });
+        trySend(ws, encodeError(frame.id, frame.error));
+        return;
     }
-    this.#handle(ws, parsed.data);
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
     const a = ws.deserializeAttachment() as HostAttachment | null;
     this.#log.info("host disconnected", { host: a?.hostId, code });
-  }
-
-  #handle(ws: WebSocket, frame: HostToRegistry): void {
-    switch (frame.type) {
-      case "host_hello": {
-        if (frame.v !== TUNNEL_PROTOCOL_VERSION) {
-          this.#sendError(ws, {
-            code: "unsupported_version",
-            message: `tunnel protocol ${frame.v} is not ${TUNNEL_PROTOCOL_VERSION}`,
-          });
-          ws.close(4002, "unsupported version");
-          return;
-        }
-        const a = ws.deserializeAttachment() as HostAttachment;
-        ws.serializeAttachment({
-          ...a,
-          runtime: frame.runtime,
-          maxSessions: frame.max_sessions,
-          ready: true,
-        } satisfies HostAttachment);
-        this.#send(ws, { type: "host_welcome", v: TUNNEL_PROTOCOL_VERSION, host_id: a.hostId });
-        for (const wake of [...this.#hostWaiters]) wake();
-        this.#log.info("host ready", {
-          host: a.hostId,
-          runtime: frame.runtime,
-          sessions: frame.sessions.length,
-        });
-        return;
-      }
-      case "ack": {
-        const pending = this.#pending.get(frame.req_id);
-        if (!pending) return;
-        this.#pending.delete(frame.req_id);
-        clearTimeout(pending.timer);
-        pending.resolve(
-          frame.ok ? ok(undefined) : fail("host_error", frame.error?.message ?? "the host refused"),
-        );
-        return;
-      }
-      case "error":
-        this.#log.warn("host reported an error", { code: frame.error.code, message: frame.error.message });
-        return;
+    // Nothing answers what was asked on this connection: fail it now, not at the ack timeout.
+    for (const [id, pending] of this.#pending) {
+      if (pending.ws !== ws) continue;
+      this.#pending.delete(id);
+      clearTimeout(pending.timer);
+      const why = `the host's connection closed before it answered ${pending.method}`;
+      pending.resolve(fail("host_error", why));
+    }
+    if (a?.hostId && !this.#connectedHosts().some((h) => h.attachment.hostId === a.hostId)) {
+      this.#store.hostMissing(a.hostId, Date.now());
+      this.#ensureAlarm();
     }
   }
 
-  /** A host with room, waiting up to `timeoutMs` for one to connect (tunnels reconnect after blips). */
-  async #waitForHost(timeoutMs: number): Promise<{ ws: WebSocket; attachment: HostAttachment } | null> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const host = this.#pickHost();
-      if (host || Date.now() >= deadline) return host;
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          this.#hostWaiters.delete(wake);
-          resolve();
-        };
-        const timer = setTimeout(wake, deadline - Date.now());
-        this.#hostWaiters.add(wake);
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    await this.webSocketClose(ws, 1006);
+  }
+
+  // ------------------------------------------------------------------ alarm: hosts that stay gone
+
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    const graceMs = config(this.env).hostGraceMs;
+    const connected = new Set(this.#connectedHosts().map((h) => h.attachment.hostId));
+    // Hosts holding placements that are not connected (a close we never heard of included).
+    for (const hostId of this.#store.placedHosts()) {
+      if (connected.has(hostId)) this.#store.hostBack(hostId);
+      else this.#store.hostMissing(hostId, now);
+    }
+    for (const { hostId, missingSince } of this.#store.missingHosts()) {
+      if (connected.has(hostId)) {
+        this.#store.hostBack(hostId);
+        continue;
+      }
+      if (now - missingSince < graceMs) continue;
+      const reason = `host ${hostId} lost: its host-agent was not connected for ${Math.round((now - missingSince) / 1000)} s`;
+      await this.#loseSessions(hostId, this.#store.sessionsOn(hostId), reason);
+      this.#store.forgetHost(hostId);
+    }
+    this.#ensureAlarm(true);
+  }
+
+  // ------------------------------------------------------------------ private
+
+  #serve(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
+    const ready = (ws.deserializeAttachment() as HostAttachment | null)?.ready === true;
+    if (!ready && method !== TunnelMethod.hostHello) {
+      trySend(ws, encodeError(id, new RpcError(RpcErrorCode.Unauthenticated, "send host_hello first")));
+      return;
+    }
+    void Promise.resolve()
+      .then(() => this.#methods.dispatch(method, params, ws))
+      .then(
+        (result) => trySend(ws, encodeResult(id, result)),
+        (err: unknown) => {
+          const error =
+            err instanceof RpcError
+              ? err
+              : new RpcError(RpcErrorCode.InternalError, "internal error in the host registry");
+          if (!(err instanceof RpcError))
+            this.#log.error("host request failed", { method: clip(method), error: errorMessage(err) });
+          trySend(ws, encodeError(id, error));
+        },
+      );
+  }
+
+  async #hello(
+    ws: WebSocket,
+    params: { v: number; host_id: string; runtime: RuntimeKind; sessions: string[]; max_sessions: number },
+  ): Promise<unknown> {
+    const a = ws.deserializeAttachment() as HostAttachment;
+    if (params.v !== TUNNEL_PROTOCOL_VERSION) {
+      setTimeout(() => ws.close(4002, "unsupported tunnel protocol version"), 0);
+      throw new RpcError(
+        RpcErrorCode.ServerError,
+        `tunnel protocol ${params.v} is not ${TUNNEL_PROTOCOL_VERSION}`,
+        {
+          reason: "unsupported_version",
+        },
+      );
+    }
+    if (params.host_id !== a.hostId) {
+      throw new RpcError(
+        RpcErrorCode.InvalidParams,
+        `host_id ${clip(params.host_id)} is not the connection's ${a.hostId}`,
+      );
+    }
+    ws.serializeAttachment({
+      ...a,
+      runtime: params.runtime,
+      maxSessions: params.max_sessions,
+      ready: true,
+    } satisfies HostAttachment);
+    this.#store.hostBack(a.hostId);
+    this.#log.info("host ready", {
+      host: a.hostId,
+      runtime: params.runtime,
+      sessions: params.sessions.length,
+    });
+    await this.#reconcile(ws, a.hostId, new Set(params.sessions));
+    for (const wake of [...this.#hostWaiters]) wake();
+    return { host_id: a.hostId };
+  }
+
+  /**
+   * Makes placements match what the host really runs: sessions placed on it that it no longer
+   * runs end (host lost); sessions it runs that are not placed on it (they ended while it was
+   * away) are stopped. Placements still starting are left to their start request.
+   */
+  async #reconcile(ws: WebSocket, hostId: string, running: Set<string>): Promise<void> {
+    const placed = this.#store.runningOn(hostId);
+    const gone = placed.filter((id) => !running.has(id));
+    if (gone.length > 0) {
+      await this.#loseSessions(
+        hostId,
+        gone,
+        `host ${hostId} came back without this session (its host-agent restarted and no longer runs it)`,
+      );
+    }
+    const known = new Set(this.#store.sessionsOn(hostId));
+    for (const sessionId of running) {
+      if (known.has(sessionId)) continue;
+      this.#log.info("stopping a session the host should not run", { host: hostId, session: sessionId });
+      void this.#request(ws, TunnelMethod.sessionStop, {
+        session_id: sessionId,
+        reason: "the session is not placed on this host (it ended while the host was away)",
       });
     }
   }
 
-  #pickHost(): { ws: WebSocket; attachment: HostAttachment } | null {
-    const load = new Map<string, number>();
-    for (const row of this.ctx.storage.sql.exec(
-      "SELECT host_id, COUNT(*) AS n FROM placements GROUP BY host_id",
-    )) {
-      load.set(String(row.host_id), Number(row.n));
-    }
-    let best: { ws: WebSocket; attachment: HostAttachment; load: number } | null = null;
-    for (const ws of this.ctx.getWebSockets()) {
-      const a = ws.deserializeAttachment() as HostAttachment | null;
-      if (!a?.ready || ws.readyState !== WebSocket.OPEN) continue;
-      const n = load.get(a.hostId) ?? 0;
-      if (n >= a.maxSessions) continue;
-      if (!best || n < best.load) best = { ws, attachment: a, load: n };
-    }
-    return best;
+  async #loseSessions(hostId: string, sessionIds: string[], reason: string): Promise<void> {
+    this.#log.warn("ending the sessions of a lost host", {
+      host: hostId,
+      sessions: sessionIds.length,
+      reason,
+    });
+    for (const sessionId of sessionIds) this.#store.release(sessionId);
+    await Promise.all(
+      sessionIds.map((sessionId) =>
+        this.env.SESSIONS.get(this.env.SESSIONS.idFromName(sessionId))
+          .hostLost(reason)
+          .catch((err: unknown) =>
+            this.#log.error("could not end a session of a lost host", {
+              session: sessionId,
+              error: errorMessage(err),
+            }),
+          ),
+      ),
+    );
   }
 
-  #request(ws: WebSocket, build: (reqId: string) => RegistryToHost): Promise<Result<void>> {
-    const reqId = crypto.randomUUID();
-    const timeoutMs = config(this.env).hostAckTimeoutMs;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(reqId);
-        resolve(fail("host_error", `the host did not answer within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.#pending.set(reqId, { resolve, timer });
-      this.#send(ws, build(reqId));
+  /** Keeps an alarm set while there is anything to watch: missing hosts, or placements at all. */
+  #ensureAlarm(force = false): void {
+    const graceMs = config(this.env).hostGraceMs;
+    const missing = this.#store.missingHosts().map((h) => h.missingSince + graceMs);
+    const watch = this.#store.hasPlacements() ? Date.now() + graceMs : null;
+    const due = [...missing, ...(watch === null ? [] : [watch])];
+    if (due.length === 0) return;
+    const at = Math.max(Date.now() + 1_000, Math.min(...due));
+    void this.ctx.storage.getAlarm().then((current) => {
+      if (!force && current !== null && current <= at) return;
+      return this.ctx.storage.setAlarm(at);
     });
   }
 
-  #send(ws: WebSocket, frame: RegistryToHost): void {
-    try {
-      ws.send(JSON.stringify(frame));
-    } catch (err) {
-      this.#log.warn("send to host failed", { error: String(err) });
+  /** Hosts with an open, registered connection that has not gone silent. */
+  #connectedHosts(): ConnectedHost[] {
+    const silentAfter = config(this.env).hostGraceMs;
+    const now = Date.now();
+    const hosts: ConnectedHost[] = [];
+    for (const ws of this.ctx.getWebSockets()) {
+      const a = ws.deserializeAttachment() as HostAttachment | null;
+      if (!a?.ready || a.runtime === null || ws.readyState !== WebSocket.OPEN) continue;
+      const lastPing = this.ctx.getWebSocketAutoResponseTimestamp(ws);
+      if (lastPing !== null && now - lastPing.getTime() > silentAfter) continue;
+      hosts.push({ ws, attachment: { ...a, runtime: a.runtime } });
     }
+    return hosts;
   }
 
-  #sendError(ws: WebSocket, error: TunnelError): void {
-    this.#log.warn("bad host frame", { ...error });
-    this.#send(ws, { type: "error", error });
+  #leastLoaded(hosts: ConnectedHost[]): ConnectedHost | null {
+    let best: { host: ConnectedHost; load: number } | null = null;
+    for (const host of hosts) {
+      const load = this.#store.load(host.attachment.hostId);
+      if (load >= host.attachment.maxSessions) continue;
+      if (!best || load < best.load) best = { host, load };
+    }
+    return best?.host ?? null;
+  }
+
+  #hostConnected(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#hostWaiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, Math.max(0, timeoutMs));
+      this.#hostWaiters.add(wake);
+    });
+  }
+
+  #request(ws: WebSocket, method: string, params: unknown): Promise<Result<void>> {
+    const id = crypto.randomUUID();
+    const timeoutMs = config(this.env).hostAckTimeoutMs;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        resolve(fail("host_error", `the host did not answer ${method} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#pending.set(id, { ws, method, resolve, timer });
+      if (!trySend(ws, encodeRequest(id, method, params))) {
+        clearTimeout(timer);
+        this.#pending.delete(id);
+        resolve(fail("host_error", "the host's connection closed"));
+      }
+    });
+  }
+}
+
+/** A host's error answer as a typed failure: host_full keeps its name; anything else is host_error. */
+function hostRefusal(error: { message: string; data?: unknown }): Result<void> {
+  const data = error.data;
+  const reason = typeof data === "object" && data !== null && "reason" in data ? String(data.reason) : "";
+  const code: ErrorCode = reason === "host_full" ? "host_full" : "host_error";
+  return fail(code, `the host refused: ${error.message}`);
+}
+
+function trySend(ws: WebSocket, text: string): boolean {
+  try {
+    ws.send(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 

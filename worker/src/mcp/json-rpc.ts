@@ -1,14 +1,18 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { RpcErrorCode } from "../../../protocol/rpc/errors.js";
 
-/** JSON-RPC error codes of MCP's Streamable HTTP layer. */
+/**
+ * JSON-RPC error codes of MCP's Streamable HTTP layer, from the one table in protocol/. An unknown
+ * or terminated MCP session is an invalid request answered with HTTP 404 (-32001 is the API-key
+ * error on the container path, and means only that).
+ */
 export const McpErrorCode = {
-  parseError: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internalError: -32603,
-  /** The MCP session is unknown or terminated (the SDK uses -32001 for this too). */
-  sessionNotFound: -32001,
+  parseError: RpcErrorCode.ParseError,
+  invalidRequest: RpcErrorCode.InvalidRequest,
+  methodNotFound: RpcErrorCode.MethodNotFound,
+  invalidParams: RpcErrorCode.InvalidParams,
+  internalError: RpcErrorCode.InternalError,
+  sessionNotFound: RpcErrorCode.InvalidRequest,
 } as const;
 
 export interface JsonRpcErrorBody {
@@ -47,15 +51,6 @@ export function rpcErrorResponse(status: number, code: number, message: string):
   return toResponse(rpcErrorReply(status, code, message));
 }
 
-/** Thrown by a method handler to answer with a JSON-RPC error. */
-export class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = "RpcError";
-  }
-}
+export { clip, RpcError } from "../../../protocol/rpc/errors.js";
 
 export type { JSONRPCMessage };

@@ -8,14 +8,15 @@ import {
   type JSONRPCRequest,
   type LoggingLevel,
 } from "@modelcontextprotocol/sdk/types.js";
-import { loggerFor, type SessionEvent } from "../../../protocol/events.js";
-import { tryParseJson } from "../../../protocol/json.js";
+import { isCallerToolEvent, loggerFor, type SessionEvent } from "../../../protocol/events.js";
+import { parseJson } from "../../../protocol/json.js";
+import { clip } from "../../../protocol/rpc/errors.js";
+import { PRINCIPAL_HEADER } from "../auth/principal-header.js";
 import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
-import { PRINCIPAL_HEADER } from "../http/principal-header.js";
-import { SSE_HEADERS, SseStream } from "../http/sse.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import type { PresenceChange } from "../session/types.js";
+import { SSE_HEADERS, SseStream } from "../streams/sse.js";
 import {
   type HttpReply,
   jsonReply,
@@ -99,9 +100,10 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     const meta = this.#meta;
     if (!meta) return { accepted: false };
     for (const event of events) {
-      const level: LoggingLevel = event.type === "caller_tool_request" ? "notice" : "info";
+      const callerTool = isCallerToolEvent(event);
+      const level: LoggingLevel = callerTool ? "notice" : "info";
       // Caller tool requests are how the relay works: they go out whatever the log level.
-      if (event.type !== "caller_tool_request" && !passesLevel(level, meta.logLevel)) continue;
+      if (!callerTool && !passesLevel(level, meta.logLevel)) continue;
       const message = JSON.stringify({
         jsonrpc: "2.0",
         method: "notifications/message",
@@ -132,7 +134,10 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     if (!input.contentType.toLowerCase().includes("application/json")) {
       return rpcErrorReply(415, McpErrorCode.invalidRequest, "Content-Type must be application/json");
     }
-    const body = tryParseJson(input.body);
+    const body = parseJson(input.body);
+    if (!body.ok && body.reason === "too_deep") {
+      return rpcErrorReply(400, McpErrorCode.invalidRequest, `Invalid request: ${body.error}`);
+    }
     if (!body.ok) return rpcErrorReply(400, McpErrorCode.parseError, `Parse error: ${body.error}`);
     const batch = Array.isArray(body.value);
     const raw: unknown[] = batch ? (body.value as unknown[]) : [body.value];
@@ -230,7 +235,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     } catch (err) {
       if (err instanceof RpcError)
         return { jsonrpc: "2.0", id: request.id, error: { code: err.code, message: err.message } };
-      this.#log.error("MCP request failed", { method: request.method, error: errorMessage(err) });
+      this.#log.error("MCP request failed", { method: clip(request.method), error: errorMessage(err) });
       return {
         jsonrpc: "2.0",
         id: request.id,
@@ -335,6 +340,6 @@ function unsupportedVersion(version: string | null): HttpReply | null {
 
 function tryParseJsonOrNull(text: string | null): unknown {
   if (text === null) return null;
-  const parsed = tryParseJson(text);
+  const parsed = parseJson(text);
   return parsed.ok ? parsed.value : null;
 }

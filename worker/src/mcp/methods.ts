@@ -6,7 +6,7 @@ import type { Log } from "../log.js";
 import { callerTools } from "../tools/catalog.js";
 import type { McpOrigin } from "../tools/context.js";
 import { callTool, UnknownToolError } from "../tools/dispatch.js";
-import { McpErrorCode, RpcError } from "./json-rpc.js";
+import { clip, McpErrorCode, RpcError } from "./json-rpc.js";
 import type { McpMeta } from "./mcp-meta.js";
 
 /** What the method handlers need from the MCP session they run in. */
@@ -46,7 +46,8 @@ export async function handleMethod(request: JSONRPCRequest, ctx: MethodContext):
           waitUntil: ctx.waitUntil,
         });
       } catch (err) {
-        if (err instanceof UnknownToolError) throw new RpcError(McpErrorCode.invalidParams, err.message);
+        if (err instanceof UnknownToolError)
+          throw new RpcError(McpErrorCode.invalidParams, `Unknown tool: ${clip(err.tool)}`);
         throw err;
       }
     }
@@ -60,6 +61,6 @@ export async function handleMethod(request: JSONRPCRequest, ctx: MethodContext):
     case "initialize":
       throw new RpcError(McpErrorCode.invalidRequest, "this MCP session is already initialized");
     default:
-      throw new RpcError(McpErrorCode.methodNotFound, `Method not found: ${request.method}`);
+      throw new RpcError(McpErrorCode.methodNotFound, `Method not found: ${clip(request.method)}`);
   }
 }

@@ -1,6 +1,21 @@
+import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
 import { failure, seconds } from "./outcomes.js";
-import type { SessionDurableObject } from "./session-do.js";
+import type { SessionRecord } from "./session-record.js";
+import type { SessionStore } from "./session-store.js";
 import type { PresenceChange, Via } from "./types.js";
+
+/** What presence needs from the rest of the session. */
+export interface PresenceDeps {
+  record(): SessionRecord;
+  save(): void;
+  store: SessionStore;
+  graceMs: number;
+  /** Whether the owner holds a live plain SSE/WebSocket subscription. */
+  ownerSubscribed(): boolean;
+  countWaiting(): number;
+  failWaiting(outcome: CallerToolOutcome): void;
+  scheduleAlarm(): void;
+}
 
 /**
  * Whether the session's caller is still there to answer. The caller is present while one of the
@@ -10,22 +25,22 @@ import type { PresenceChange, Via } from "./types.js";
  * When the caller is gone, waiting caller tool calls fail with `caller_disconnected`.
  */
 export class Presence {
-  readonly #s: SessionDurableObject;
+  readonly #d: PresenceDeps;
 
-  constructor(session: SessionDurableObject) {
-    this.#s = session;
+  constructor(deps: PresenceDeps) {
+    this.#d = deps;
   }
 
   /** Subscribes an owner's MCP session (idempotent). */
   attachMcp(via: Via): void {
-    const existing = this.#s.store.subscriber(via.mcpSessionId);
+    const existing = this.#d.store.subscriber(via.mcpSessionId);
     const state = via.streaming ? "live" : (existing?.state ?? "idle");
     if (existing?.state === state) return;
-    this.#s.store.upsertSubscriber({ mcpSessionId: via.mcpSessionId, state, changedAt: Date.now() });
+    this.#d.store.upsertSubscriber({ mcpSessionId: via.mcpSessionId, state, changedAt: Date.now() });
   }
 
   mcpChanged(mcpSessionId: string, change: PresenceChange): void {
-    const store = this.#s.store;
+    const store = this.#d.store;
     const now = Date.now();
     if (change === "gone") {
       store.removeSubscriber(mcpSessionId);
@@ -34,49 +49,49 @@ export class Presence {
     }
     if (!store.subscriber(mcpSessionId)) return;
     store.upsertSubscriber({ mcpSessionId, state: change, changedAt: now });
-    if (change === "dropped") this.#s.scheduleAlarm();
+    if (change === "dropped") this.#d.scheduleAlarm();
   }
 
   /** The owner's last plain SSE/WebSocket subscriber went away. */
   plainClosed(): void {
-    if (this.#s.subscribers.ownerConnected()) return;
-    this.#s.record.plainDroppedAt = Date.now();
-    this.#s.save();
+    if (this.#d.ownerSubscribed()) return;
+    this.#d.record().plainDroppedAt = Date.now();
+    this.#d.save();
     this.check(Date.now());
-    this.#s.scheduleAlarm();
+    this.#d.scheduleAlarm();
   }
 
   plainOpened(): void {
-    if (this.#s.record.plainDroppedAt === null) return;
-    this.#s.record.plainDroppedAt = null;
-    this.#s.save();
+    const record = this.#d.record();
+    if (record.plainDroppedAt === null) return;
+    record.plainDroppedAt = null;
+    this.#d.save();
   }
 
   isPresent(now: number): boolean {
-    if (this.#s.subscribers.ownerConnected()) return true;
-    const grace = this.#s.config.callerGraceMs;
-    const plainDropped = this.#s.record.plainDroppedAt;
+    if (this.#d.ownerSubscribed()) return true;
+    const grace = this.#d.graceMs;
+    const plainDropped = this.#d.record().plainDroppedAt;
     if (plainDropped !== null && now < plainDropped + grace) return true;
-    return this.#s.store.subscribers().some((sub) => sub.state !== "dropped" || now < sub.changedAt + grace);
+    return this.#d.store.subscribers().some((sub) => sub.state !== "dropped" || now < sub.changedAt + grace);
   }
 
   /** Fails every waiting call when the caller is no longer present. */
   check(now: number, why?: string): void {
-    if (this.#s.store.countWaiting() === 0 || this.isPresent(now)) return;
-    const grace = seconds(this.#s.config.callerGraceMs);
-    const message = why ?? `the caller disconnected and did not reconnect within ${grace}`;
-    this.#s.requests.failAll(failure("caller_disconnected", message));
+    if (this.#d.countWaiting() === 0 || this.isPresent(now)) return;
+    const message = why ?? `the caller disconnected and did not reconnect within ${seconds(this.#d.graceMs)}`;
+    this.#d.failWaiting(failure("caller_disconnected", message));
   }
 
   /** When a grace period ends next (for the alarm), or null. */
-  nextCheck(): number | null {
+  nextDue(): number | null {
     const now = Date.now();
-    const grace = this.#s.config.callerGraceMs;
-    const ends = this.#s.store
+    const grace = this.#d.graceMs;
+    const ends = this.#d.store
       .subscribers()
       .filter((sub) => sub.state === "dropped")
       .map((sub) => sub.changedAt + grace);
-    const plain = this.#s.record.plainDroppedAt;
+    const plain = this.#d.record().plainDroppedAt;
     if (plain !== null) ends.push(plain + grace);
     const future = ends.filter((t) => t > now);
     return future.length ? Math.min(...future) : null;

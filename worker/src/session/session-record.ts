@@ -1,6 +1,7 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 
-export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ended";
+/** `lost`: its host was gone past the grace period, or came back without it. */
+export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ended" | "lost";
 
 /** Everything a SessionDurableObject knows about its session, persisted as one row. */
 export interface SessionRecord {
@@ -18,7 +19,7 @@ export interface SessionRecord {
   endedAt: string | null;
   /** Seq of the last message queued for the droid. */
   lastMessageSeq: number;
-  /** Highest batch seq of host events stored (host events are idempotent by seq). */
+  /** Highest agent event seq stored (agent events are idempotent by seq). */
   storedHostEventSeq: number;
   /** When the owner's last plain SSE/WebSocket subscriber went away (epoch ms), for the grace period. */
   plainDroppedAt: number | null;

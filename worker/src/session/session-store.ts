@@ -1,10 +1,11 @@
 import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
-import type { SessionEvent } from "../../../protocol/events.js";
 import type { SessionRecord } from "./session-record.js";
 
-/** A caller tool call the session knows about, waiting or done. */
+/**
+ * A caller tool call the session knows about, waiting or done. Its id is the call id the
+ * container-client chose, which is also the `request_id` the caller answers.
+ */
 export interface CallRow {
-  requestId: string;
   callId: string;
   tool: string;
   deadline: number;
@@ -22,13 +23,19 @@ export interface SubscriberRow {
   changedAt: number;
 }
 
+/**
+ * Every query on a relayed call's path is an index lookup, so its cost does not grow with the
+ * session's history (events, finished calls): `calls` by primary key, waiting calls by
+ * (state, deadline), finished ones by (state, done_at) for pruning; subscribers are cached.
+ */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (idx INTEGER PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS calls (
-  request_id TEXT PRIMARY KEY, call_id TEXT NOT NULL UNIQUE, tool TEXT NOT NULL,
-  deadline INTEGER NOT NULL, state TEXT NOT NULL, outcome TEXT, done_at INTEGER);
-CREATE INDEX IF NOT EXISTS calls_deadline ON calls (state, deadline);
+  call_id TEXT PRIMARY KEY, tool TEXT NOT NULL, deadline INTEGER NOT NULL,
+  state TEXT NOT NULL, outcome TEXT, done_at INTEGER);
+CREATE INDEX IF NOT EXISTS calls_waiting ON calls (state, deadline);
+CREATE INDEX IF NOT EXISTS calls_done ON calls (state, done_at);
 CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS subscribers (mcp_session_id TEXT PRIMARY KEY, state TEXT NOT NULL, changed_at INTEGER NOT NULL);
 `;
@@ -37,7 +44,6 @@ type Row = Record<string, SqlStorageValue>;
 
 function toCall(row: Row): CallRow {
   return {
-    requestId: String(row.request_id),
     callId: String(row.call_id),
     tool: String(row.tool),
     deadline: Number(row.deadline),
@@ -47,9 +53,18 @@ function toCall(row: Row): CallRow {
   };
 }
 
+function toSubscriber(row: Row): SubscriberRow {
+  return {
+    mcpSessionId: String(row.mcp_session_id),
+    state: row.state as SubscriberState,
+    changedAt: Number(row.changed_at),
+  };
+}
+
 /** The SQLite tables of one SessionDurableObject. All calls are synchronous (DO SQLite). */
 export class SessionStore {
   readonly #sql: SqlStorage;
+  #subscribers: Map<string, SubscriberRow> | null = null;
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
@@ -70,8 +85,8 @@ export class SessionStore {
     return Number(this.#sql.exec("SELECT COALESCE(MAX(idx) + 1, 0) AS n FROM events").one().n);
   }
 
-  appendEvent(event: SessionEvent): void {
-    this.#sql.exec("INSERT INTO events (idx, body) VALUES (?, ?)", event.index, JSON.stringify(event));
+  appendEvent(index: number, body: string): void {
+    this.#sql.exec("INSERT INTO events (idx, body) VALUES (?, ?)", index, body);
   }
 
   /** Event bodies (JSON text) with index >= `since`, oldest first. */
@@ -82,33 +97,39 @@ export class SessionStore {
       .map((r) => String(r.body));
   }
 
-  insertCall(call: Omit<CallRow, "state" | "outcome" | "doneAt">): void {
+  insertCall(call: Pick<CallRow, "callId" | "tool" | "deadline">): void {
     this.#sql.exec(
-      "INSERT INTO calls (request_id, call_id, tool, deadline, state) VALUES (?, ?, ?, ?, 'waiting')",
-      call.requestId,
+      "INSERT INTO calls (call_id, tool, deadline, state) VALUES (?, ?, ?, 'waiting')",
       call.callId,
       call.tool,
       call.deadline,
     );
   }
 
-  callByRequestId(requestId: string): CallRow | null {
-    const row = this.#sql.exec("SELECT * FROM calls WHERE request_id = ?", requestId).toArray()[0];
-    return row ? toCall(row) : null;
+  /** Records a call that was decided the moment it arrived (refused), so a re-send gets the same answer. */
+  insertDoneCall(call: Pick<CallRow, "callId" | "tool">, outcome: CallerToolOutcome, now: number): void {
+    this.#sql.exec(
+      "INSERT OR IGNORE INTO calls (call_id, tool, deadline, state, outcome, done_at) VALUES (?, ?, ?, 'done', ?, ?)",
+      call.callId,
+      call.tool,
+      now,
+      JSON.stringify(outcome),
+      now,
+    );
   }
 
-  callByCallId(callId: string): CallRow | null {
+  call(callId: string): CallRow | null {
     const row = this.#sql.exec("SELECT * FROM calls WHERE call_id = ?", callId).toArray()[0];
     return row ? toCall(row) : null;
   }
 
-  /** Marks a waiting call done; false when it was not waiting (answered at most once). */
-  completeCall(requestId: string, outcome: CallerToolOutcome, now: number): boolean {
+  /** Marks a waiting call done; false when it was not waiting (decided at most once). */
+  completeCall(callId: string, outcome: CallerToolOutcome, now: number): boolean {
     const cursor = this.#sql.exec(
-      "UPDATE calls SET state = 'done', outcome = ?, done_at = ? WHERE request_id = ? AND state = 'waiting'",
+      "UPDATE calls SET state = 'done', outcome = ?, done_at = ? WHERE call_id = ? AND state = 'waiting'",
       JSON.stringify(outcome),
       now,
-      requestId,
+      callId,
     );
     return cursor.rowsWritten > 0;
   }
@@ -132,27 +153,32 @@ export class SessionStore {
   }
 
   earliestDeadline(): number | null {
-    const row = this.#sql.exec("SELECT MIN(deadline) AS d FROM calls WHERE state = 'waiting'").one();
-    return row.d === null ? null : Number(row.d);
+    const row = this.#sql
+      .exec("SELECT deadline FROM calls WHERE state = 'waiting' ORDER BY deadline LIMIT 1")
+      .toArray()[0];
+    return row ? Number(row.deadline) : null;
   }
 
-  /** Forgets finished calls older than `before` (after which their ids count as unknown). */
+  /** Forgets finished calls done before `before` (after which their ids count as unknown). */
   pruneDoneCalls(before: number): void {
     this.#sql.exec("DELETE FROM calls WHERE state = 'done' AND done_at < ?", before);
   }
 
   earliestDoneAt(): number | null {
-    const row = this.#sql.exec("SELECT MIN(done_at) AS d FROM calls WHERE state = 'done'").one();
-    return row.d === null ? null : Number(row.d);
+    const row = this.#sql
+      .exec("SELECT done_at FROM calls WHERE state = 'done' ORDER BY done_at LIMIT 1")
+      .toArray()[0];
+    return row ? Number(row.done_at) : null;
   }
 
   queueMessage(seq: number, text: string): void {
     this.#sql.exec("INSERT INTO messages (seq, text) VALUES (?, ?)", seq, text);
   }
 
-  messagesAfter(seq: number): { seq: number; text: string }[] {
+  /** Messages not yet acknowledged by the host, oldest first. */
+  pendingMessages(): { seq: number; text: string }[] {
     return this.#sql
-      .exec("SELECT seq, text FROM messages WHERE seq > ? ORDER BY seq", seq)
+      .exec("SELECT seq, text FROM messages ORDER BY seq")
       .toArray()
       .map((r) => ({ seq: Number(r.seq), text: String(r.text) }));
   }
@@ -169,29 +195,29 @@ export class SessionStore {
       row.state,
       row.changedAt,
     );
+    this.#cachedSubscribers().set(row.mcpSessionId, row);
   }
 
   subscriber(mcpSessionId: string): SubscriberRow | null {
-    const row = this.#sql
-      .exec("SELECT * FROM subscribers WHERE mcp_session_id = ?", mcpSessionId)
-      .toArray()[0];
-    return row
-      ? { mcpSessionId, state: row.state as SubscriberState, changedAt: Number(row.changed_at) }
-      : null;
+    return this.#cachedSubscribers().get(mcpSessionId) ?? null;
   }
 
   subscribers(): SubscriberRow[] {
-    return this.#sql
-      .exec("SELECT * FROM subscribers")
-      .toArray()
-      .map((r) => ({
-        mcpSessionId: String(r.mcp_session_id),
-        state: r.state as SubscriberState,
-        changedAt: Number(r.changed_at),
-      }));
+    return [...this.#cachedSubscribers().values()];
   }
 
   removeSubscriber(mcpSessionId: string): void {
     this.#sql.exec("DELETE FROM subscribers WHERE mcp_session_id = ?", mcpSessionId);
+    this.#cachedSubscribers().delete(mcpSessionId);
+  }
+
+  #cachedSubscribers(): Map<string, SubscriberRow> {
+    this.#subscribers ??= new Map(
+      this.#sql
+        .exec("SELECT * FROM subscribers")
+        .toArray()
+        .map((r) => [String(r.mcp_session_id), toSubscriber(r)]),
+    );
+    return this.#subscribers;
   }
 }

@@ -1,12 +1,25 @@
 import type { SessionEvent } from "../../../protocol/events.js";
-import { tryParseJson } from "../../../protocol/json.js";
+import { exceedsUtf8Bytes, parseJson } from "../../../protocol/json.js";
+import { Limits } from "../../../protocol/limits.js";
 import { SubscriberFrameSchema, type SubscriberReply } from "../../../protocol/subscriber.js";
+import { principalOf } from "../auth/principal-header.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
-import { exceedsUtf8Bytes } from "../frame-size.js";
-import { principalOf } from "../http/principal-header.js";
-import { SSE_HEADERS, SseStream } from "../http/sse.js";
-import type { SessionDurableObject } from "./session-do.js";
+import { SSE_HEADERS, SseStream } from "../streams/sse.js";
+import type { SessionRecord } from "./session-record.js";
+import type { RespondInput } from "./types.js";
+
+/** What the plain subscribers need from the rest of the session. */
+export interface SubscriberDeps {
+  state: DurableObjectState;
+  record(): SessionRecord;
+  eventsSince(since: number, limit: number): string[];
+  keepAliveMs: number;
+  /** The owner opened a plain subscription / closed its last one. */
+  ownerOpened(): void;
+  ownerClosed(): void;
+  respond(input: RespondInput): unknown;
+}
 
 interface SubAttachment {
   role: "sub";
@@ -14,7 +27,6 @@ interface SubAttachment {
   owner: boolean;
 }
 
-const MAX_FRAME_BYTES = 1024 * 1024;
 const BACKLOG_LIMIT = 10_000;
 
 function attachment(ws: WebSocket): SubAttachment | null {
@@ -28,11 +40,11 @@ function attachment(ws: WebSocket): SubAttachment | null {
  * WebSocket that may also carry `caller_tool_response`). Same auth and event shapes as MCP.
  */
 export class SubscriberSockets {
-  readonly #s: SessionDurableObject;
+  readonly #d: SubscriberDeps;
   readonly #sse = new Map<SseStream, { owner: boolean }>();
 
-  constructor(session: SessionDurableObject) {
-    this.#s = session;
+  constructor(deps: SubscriberDeps) {
+    this.#d = deps;
   }
 
   acceptWebSocket(request: Request, url: URL): Response {
@@ -41,38 +53,38 @@ export class SubscriberSockets {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("expected a WebSocket upgrade", { status: 426 });
     }
-    const owner = principal.tokenId === this.#s.record.ownerTokenId;
+    const owner = principal.tokenId === this.#d.record().ownerTokenId;
     const { 0: client, 1: server } = new WebSocketPair();
-    this.#s.state.acceptWebSocket(server, ["sub"]);
+    this.#d.state.acceptWebSocket(server, ["sub"]);
     server.serializeAttachment({ role: "sub", principal, owner } satisfies SubAttachment);
-    for (const body of this.#s.store.eventsSince(sinceIndex(url, null), BACKLOG_LIMIT)) server.send(body);
-    if (owner) this.#s.presence.plainOpened();
+    for (const body of this.#d.eventsSince(sinceIndex(url, null), BACKLOG_LIMIT)) server.send(body);
+    if (owner) this.#d.ownerOpened();
     return new Response(null, { status: 101, webSocket: client });
   }
 
   openSse(request: Request, url: URL): Response {
     const principal = this.#reader(request);
     if (principal instanceof Response) return principal;
-    const owner = principal.tokenId === this.#s.record.ownerTokenId;
+    const owner = principal.tokenId === this.#d.record().ownerTokenId;
     const stream: SseStream = new SseStream(() => {
       this.#sse.delete(stream);
-      if (owner) this.#s.presence.plainClosed();
+      if (owner) this.#d.ownerClosed();
     });
     stream.retry(1000);
-    for (const body of this.#s.store.eventsSince(
+    for (const body of this.#d.eventsSince(
       sinceIndex(url, request.headers.get("last-event-id")),
       BACKLOG_LIMIT,
     )) {
       stream.event(body, (JSON.parse(body) as SessionEvent).index);
     }
-    stream.keepAlive(this.#s.config.keepAliveMs);
+    stream.keepAlive(this.#d.keepAliveMs);
     this.#sse.set(stream, { owner });
-    if (owner) this.#s.presence.plainOpened();
+    if (owner) this.#d.ownerOpened();
     return new Response(stream.readable, { headers: SSE_HEADERS });
   }
 
   broadcast(json: string, index: number): void {
-    for (const ws of this.#s.state.getWebSockets("sub")) {
+    for (const ws of this.#d.state.getWebSockets("sub")) {
       try {
         ws.send(json);
       } catch {
@@ -84,7 +96,7 @@ export class SubscriberSockets {
 
   ownerConnected(): boolean {
     for (const [stream, { owner }] of this.#sse) if (owner && !stream.dead) return true;
-    return this.#s.state
+    return this.#d.state
       .getWebSockets("sub")
       .some((ws) => ws.readyState === WebSocket.OPEN && attachment(ws)?.owner === true);
   }
@@ -92,15 +104,21 @@ export class SubscriberSockets {
   onMessage(ws: WebSocket, raw: string | ArrayBuffer): void {
     const state = attachment(ws);
     if (!state) return;
-    const reply = (r: SubscriberReply) => ws.send(JSON.stringify(r));
-    if (typeof raw !== "string" || exceedsUtf8Bytes(raw, MAX_FRAME_BYTES)) {
+    const reply = (r: SubscriberReply) => {
+      try {
+        ws.send(JSON.stringify(r));
+      } catch {
+        // the subscriber is gone
+      }
+    };
+    if (typeof raw !== "string" || exceedsUtf8Bytes(raw, Limits.frameBytes)) {
       reply({
         type: "error",
-        error: { code: "bad_frame", message: "frames are JSON text up to 1 MiB" },
+        error: { code: "too_large", message: `frames are JSON text of at most ${Limits.frameBytes} bytes` },
       });
       return;
     }
-    const json = tryParseJson(raw);
+    const json = parseJson(raw);
     if (!json.ok) {
       reply({ type: "error", error: { code: "bad_frame", message: `invalid JSON: ${json.error}` } });
       return;
@@ -116,7 +134,7 @@ export class SubscriberSockets {
     }
     const frame = parsed.data;
     try {
-      this.#s.requests.respond({
+      this.#d.respond({
         principal: state.principal,
         requestId: frame.request_id,
         result: frame.result,
@@ -136,11 +154,11 @@ export class SubscriberSockets {
   }
 
   onClose(ws: WebSocket): void {
-    if (attachment(ws)?.owner) this.#s.presence.plainClosed();
+    if (attachment(ws)?.owner) this.#d.ownerClosed();
   }
 
   closeAll(code: number, reason: string): void {
-    for (const ws of this.#s.state.getWebSockets("sub")) {
+    for (const ws of this.#d.state.getWebSockets("sub")) {
       try {
         ws.close(code, reason);
       } catch {
@@ -153,7 +171,7 @@ export class SubscriberSockets {
   #reader(request: Request): CallerPrincipal | Response {
     const principal = principalOf(request);
     if (principal?.kind !== "caller") return new Response("caller token required", { status: 403 });
-    const record = this.#s.record;
+    const record = this.#d.record();
     const admin = principal.scopes.some((s) => s === "admin" || s === "admin:ro");
     if (principal.tokenId !== record.ownerTokenId && !admin) {
       return Response.json(

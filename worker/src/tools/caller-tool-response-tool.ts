@@ -8,7 +8,8 @@ export const callerToolResponseTool = defineTool({
   title: "Answer a droid's call to one of your tools",
   description:
     "Answer a caller_tool_request event: give its session_id and request_id, and either result " +
-    "(any JSON; an MCP CallToolResult is passed through as is) or error (a message). Each request is answered once.",
+    "(any JSON; an MCP CallToolResult is passed through as is) or error (a message), not both. Each request is " +
+    "answered once; an answer to a request the droid stopped waiting for is refused.",
   target: "project",
   action: {
     description: "Answer a caller tool request.",
@@ -18,12 +19,7 @@ export const callerToolResponseTool = defineTool({
       session_id: z.string().min(1).max(64).describe("session_id of the caller_tool_request event."),
       request_id: z.string().min(1).max(128).describe("request_id of the caller_tool_request event."),
       result: JsonValueSchema.optional().describe("The tool's result (any JSON)."),
-      error: z
-        .string()
-        .max(100_000)
-        .nullable()
-        .optional()
-        .describe("Set instead of result when the tool failed."),
+      error: z.string().nullable().optional().describe("Set instead of result when the tool failed."),
     }),
     async handler(args, ctx) {
       const stub = ctx.env.SESSIONS.get(ctx.env.SESSIONS.idFromName(args.session_id));

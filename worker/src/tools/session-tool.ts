@@ -1,16 +1,16 @@
 import { z } from "zod";
 import { CallerIdSchema, CallerToolListSchema } from "../../../protocol/caller-tools.js";
+import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
+import { checkSize, type SizedKind } from "../../../protocol/limits.js";
 import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
 import { AppError, type Result, unwrap } from "../errors.js";
 import type { CallerDeclaration } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
+import { invalidJsonSchema } from "./input-schema-check.js";
 
-const SessionIdSchema = z
-  .string()
-  .regex(/^ses_[0-9a-f]{24}$/, "session_id looks like ses_ followed by 24 hex digits")
-  .describe("Session id returned by spawn.");
+const SessionIdSchema = SessionIdFormat.describe("Session id returned by spawn.");
 const ProjectIdSchema = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, "project_id must be 1-64 letters, digits, '_' or '-'");
@@ -53,7 +53,25 @@ export function callerDeclaration(args: CallerFields): CallerDeclaration | null 
   const tools = pick("caller_tools", args.caller_tools, args.context?.caller_tools);
   if (callerId === undefined && tools === undefined) return null;
   if (callerId === undefined) throw new AppError("invalid_arguments", "caller_tools needs a caller_id");
-  return { callerId, tools: tools ?? [] };
+  const declaration = { callerId, tools: tools ?? [] };
+  requireFits("declaration", { caller_id: declaration.callerId, caller_tools: declaration.tools });
+  declaration.tools.forEach((tool, i) => {
+    if (tool.inputSchema === undefined) return;
+    const problem = invalidJsonSchema(tool.inputSchema);
+    if (problem !== null) {
+      throw new AppError(
+        "invalid_arguments",
+        `caller_tools[${i}] (${tool.name}): inputSchema is not a valid JSON Schema: ${problem}`,
+      );
+    }
+  });
+  return declaration;
+}
+
+/** Refuses input over its budget (protocol/limits.ts) with a too_large error naming the limit. */
+function requireFits(kind: SizedKind, value: unknown): void {
+  const tooLarge = checkSize(kind, value);
+  if (tooLarge) throw new AppError("too_large", tooLarge.message);
 }
 
 function sessionStub(ctx: ToolContext, sessionId: string) {
@@ -81,7 +99,7 @@ export const sessionTool = defineActionTool({
       timing: "sync",
       input: z.object({
         project_id: ProjectIdSchema.default("default").describe("Project to run in (default: default)."),
-        prompt: z.string().max(200_000).optional().describe("First message for the droid."),
+        prompt: z.string().optional().describe("First message for the droid (at most 256 KiB encoded)."),
         ...callerFields,
         caller_timeout_seconds: z
           .number()
@@ -104,12 +122,14 @@ export const sessionTool = defineActionTool({
             `caller_timeout_seconds may be at most ${cfg.maxCallerTimeoutMs / 1000}`,
           );
         }
+        if (args.prompt !== undefined) requireFits("message", args.prompt);
+        const caller = callerDeclaration(args);
         const sessionId = `ses_${randomHex(12)}`;
         const result = await sessionStub(ctx, sessionId).create({
           sessionId,
           projectId: args.project_id,
           owner: ctx.principal,
-          caller: callerDeclaration(args),
+          caller,
           callerTimeoutMs: timeoutMs,
           prompt: args.prompt ?? null,
           image: args.image ?? null,
@@ -124,10 +144,11 @@ export const sessionTool = defineActionTool({
       timing: "sync",
       input: z.object({
         session_id: SessionIdSchema,
-        message: z.string().max(200_000).optional().describe("Message for the droid."),
+        message: z.string().optional().describe("Message for the droid (at most 256 KiB encoded)."),
         ...callerFields,
       }),
       async handler(args, ctx) {
+        if (args.message !== undefined) requireFits("message", args.message);
         const caller = callerDeclaration(args);
         if (args.message === undefined && caller === null) {
           throw new AppError("invalid_arguments", "give a message, caller tools, or both");

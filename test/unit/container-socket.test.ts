@@ -4,12 +4,16 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RelaySocketServer } from "../../host-agent/src/socket/index.js";
-import type { CallerToolCall } from "../../host-agent/src/socket/types.js";
+import { type ContainerHandlers, RelaySocketServer } from "../../host-agent/src/socket/index.js";
+import type { CallerToolRequest } from "../../host-agent/src/socket/types.js";
 import { createLogger } from "../../lib/log.js";
-import type { CallerToolOutcome, CallerToolsConfig } from "../../protocol/caller-tools.js";
+import type { HandlerContext } from "../../lib/rpc/peer.js";
+import type { AgentEvent, AgentState } from "../../protocol/agent-events.js";
+import { type CallerToolsConfig, failureToRpcError } from "../../protocol/caller-tools.js";
+import type { JsonValue } from "../../protocol/json.js";
+import { Limits } from "../../protocol/limits.js";
 import { LineSplitter } from "../../protocol/line-splitter.js";
-import { RpcErrorCode } from "../../protocol/rpc-errors.js";
+import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 
 const TOKEN = "s3cret-token";
 const logger = createLogger({ name: "relay-test", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
@@ -98,13 +102,18 @@ class RawClient {
     if (!this.#closed) throw new Error("socket did not close");
   }
 
-  async hello(): Promise<Msg> {
-    this.request("hello", "hello", { session_token: TOKEN, client: { name: "test", version: "0" } });
+  async hello(role: "client" | "runner" = "client", agent?: AgentState): Promise<Msg> {
+    this.request("hello", "hello", {
+      session_token: TOKEN,
+      role,
+      client: { name: "test", version: "0" },
+      agent,
+    });
     return this.response("hello");
   }
 }
 
-type Handler = (call: CallerToolCall, signal: AbortSignal) => Promise<CallerToolOutcome>;
+type Handler = (call: CallerToolRequest, ctx: HandlerContext) => Promise<JsonValue>;
 
 let dir: string;
 let path: string;
@@ -116,7 +125,28 @@ const config: CallerToolsConfig = {
   caller_id: "ant",
   tools: [{ name: "echo", description: "echoes" }],
   timeout_ms: 60_000,
+  backstop_ms: 135_000,
 };
+
+/** What the runner side reported, for the tests that check it. */
+const runnerSeen: { agent: AgentState; events: AgentEvent[]; gone: number } = {
+  agent: { status: "idle", delivered_message_seq: 0 },
+  events: [],
+  gone: 0,
+};
+
+function handlers(): ContainerHandlers {
+  return {
+    callerTool: (call, ctx) => handler(call, ctx),
+    runnerConnected: (_connection, agent) => {
+      runnerSeen.agent = agent;
+    },
+    runnerGone: () => {
+      runnerSeen.gone += 1;
+    },
+    agentEvents: (events) => runnerSeen.events.push(...events),
+  };
+}
 
 async function open(): Promise<RawClient> {
   const c = await RawClient.open(path);
@@ -127,14 +157,15 @@ async function open(): Promise<RawClient> {
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "relay-test-"));
   path = join(dir, "relay.sock");
-  handler = async (call) => ({ ok: true, result: { echoed: call.arguments } });
+  handler = async (call) => ({ echoed: call.arguments });
+  runnerSeen.events = [];
+  runnerSeen.gone = 0;
   server = new RelaySocketServer({
     path,
     sessionId: "sess-1",
     sessionToken: TOKEN,
-    maxLineBytes: 4096,
     logger,
-    handlers: { callerTool: (call, signal) => handler(call, signal) },
+    handlers: handlers(),
   });
   await server.start();
 });
@@ -164,13 +195,13 @@ describe("RelaySocketServer", () => {
       sessionId: "s",
       sessionToken: TOKEN,
       logger,
-      handlers: { callerTool: (call, signal) => handler(call, signal) },
+      handlers: handlers(),
     });
     await again.start();
     try {
       const c = await RawClient.open(stalePath);
       clients.push(c);
-      expect((await c.hello()).result).toEqual({ session_id: "s", protocol_version: 1 });
+      expect((await c.hello()).result).toEqual({ session_id: "s", protocol_version: 2 });
     } finally {
       await again.close();
     }
@@ -183,11 +214,10 @@ describe("RelaySocketServer", () => {
     c.request(2, "ping");
     expect((await c.response(2)).result).toEqual({});
     const hello = await c.hello();
-    expect(hello.result).toEqual({ session_id: "sess-1", protocol_version: 1 });
+    expect(hello.result).toEqual({ session_id: "sess-1", protocol_version: 2 });
     c.request(3, "caller_tool", { tool: "echo", arguments: { a: 1 } });
     expect((await c.response(3)).result).toEqual({ echoed: { a: 1 } });
     expect(server.connectionCount).toBe(1);
-    expect(server.authenticatedCount).toBe(1);
   });
 
   it("a request right after hello in the same chunk is already authenticated", async () => {
@@ -219,10 +249,8 @@ describe("RelaySocketServer", () => {
     expect((await c.take()).error?.code).toBe(RpcErrorCode.ParseError);
     c.send([{ jsonrpc: "2.0", id: 1, method: "ping" }]);
     expect((await c.take()).error?.code).toBe(RpcErrorCode.InvalidRequest);
+    // A response to nothing we asked is dropped (responses are never answered).
     c.send({ jsonrpc: "2.0", id: 7, result: {} });
-    const notRequest = await c.take();
-    expect(notRequest.error?.code).toBe(RpcErrorCode.InvalidRequest);
-    expect(notRequest.id).toBe(7);
     c.send({ jsonrpc: "1.0", id: 8, method: "ping" });
     expect((await c.response(8)).error?.code).toBe(RpcErrorCode.InvalidRequest);
     c.request(9, "no_such_method");
@@ -235,10 +263,38 @@ describe("RelaySocketServer", () => {
     expect((await c.response(11)).error?.code).toBe(RpcErrorCode.InvalidParams);
     c.request(12, "hello", {});
     expect((await c.response(12)).error?.code).toBe(RpcErrorCode.InvalidParams);
-    c.sendRaw(JSON.stringify({ jsonrpc: "2.0", id: 13, method: "ping", params: { pad: "x".repeat(5000) } }));
+    c.sendRaw(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 13,
+        method: "ping",
+        params: { pad: "x".repeat(Limits.lineBytes) },
+      }),
+    );
     const big = await c.take();
     expect(big.error?.code).toBe(RpcErrorCode.InvalidRequest);
     expect(big.id).toBeNull();
+    // An id that is neither a string nor an integer: invalid, answered with id null (never ignored).
+    c.send({ jsonrpc: "2.0", id: { nested: true }, method: "ping" });
+    const badId = await c.take();
+    expect(badId.error?.code).toBe(RpcErrorCode.InvalidRequest);
+    expect(badId.id).toBeNull();
+    // 100,000 levels of nesting: a clear error, not a stack overflow.
+    c.sendRaw(
+      `{"jsonrpc":"2.0","id":15,"method":"ping","params":${"[".repeat(100_000)}${"]".repeat(100_000)}}`,
+    );
+    const deep = await c.take();
+    expect(deep.error?.code).toBe(RpcErrorCode.InvalidRequest);
+    expect(deep.error?.message).toMatch(/nested deeper than 64/);
+    // A method name far over the limit is refused, and echoed back cut short.
+    c.request(16, `m${"x".repeat(500_000)}`);
+    const huge = await c.response(16);
+    expect(huge.error?.code).toBe(RpcErrorCode.InvalidRequest);
+    expect(huge.error?.message.length).toBeLessThan(300);
+    c.request(17, `no_such_${"y".repeat(100)}`);
+    const unknown = await c.response(17);
+    expect(unknown.error?.code).toBe(RpcErrorCode.MethodNotFound);
+    expect(unknown.error?.message.length).toBeLessThan(100);
     // Notifications get no answer; the next request still works.
     c.send({ jsonrpc: "2.0", method: "notifications/whatever" });
     c.request(14, "caller_tool", { tool: "echo", arguments: { still: "alive" } });
@@ -246,7 +302,7 @@ describe("RelaySocketServer", () => {
   });
 
   it("answers 20 concurrent calls resolved in reverse order, each with its own result", async () => {
-    const waiting: Array<{ call: CallerToolCall; resolve: (o: CallerToolOutcome) => void }> = [];
+    const waiting: Array<{ call: CallerToolRequest; resolve: (o: JsonValue) => void }> = [];
     let allArrived: () => void = () => {};
     const arrived = new Promise<void>((r) => {
       allArrived = r;
@@ -260,22 +316,23 @@ describe("RelaySocketServer", () => {
     await c.hello();
     for (let i = 0; i < 20; i++) c.request(i, "caller_tool", { tool: "echo", arguments: { n: i } });
     await arrived;
-    for (const w of [...waiting].reverse())
-      w.resolve({ ok: true, result: { n: w.call.arguments.n ?? null } });
+    for (const w of [...waiting].reverse()) w.resolve({ n: w.call.arguments.n ?? null });
     const order: unknown[] = [];
     for (let k = 0; k < 20; k++) {
       const m = await c.take();
       expect(m.result).toEqual({ n: m.id });
       order.push(m.id);
     }
-    expect(order).toEqual([...Array(20).keys()].reverse());
+    // Answered as they were resolved, not in the order asked: nothing waits for call 0.
+    expect(new Set(order).size).toBe(20);
+    expect(order.indexOf(0)).toBeGreaterThan(order.indexOf(10));
   });
 
   it("a slow call does not block a fast one", async () => {
     let releaseSlow: () => void = () => {};
     handler = async (call) => {
       if (call.tool === "slow") await new Promise<void>((r) => (releaseSlow = r));
-      return { ok: true, result: call.tool };
+      return call.tool;
     };
     const c = await open();
     await c.hello();
@@ -287,7 +344,7 @@ describe("RelaySocketServer", () => {
   });
 
   it("a peer that stops reading gets every answer once it reads again", async () => {
-    handler = async (call) => ({ ok: true, result: { n: call.arguments.n ?? null, pad: "p".repeat(3000) } });
+    handler = async (call) => ({ n: call.arguments.n ?? null, pad: "p".repeat(3000) });
     const c = await open();
     await c.hello();
     c.socket.pause();
@@ -329,7 +386,9 @@ describe("RelaySocketServer", () => {
   });
 
   it("turns a failure outcome into error -32000 with data.reason", async () => {
-    handler = async () => ({ ok: false, error: { reason: "caller_error", message: "recipient not found" } });
+    handler = async () => {
+      throw failureToRpcError("caller_error", "recipient not found");
+    };
     const c = await open();
     await c.hello();
     c.request(1, "caller_tool", { tool: "send" });
@@ -341,48 +400,54 @@ describe("RelaySocketServer", () => {
   });
 
   it("refuses a result larger than the line limit instead of sending it", async () => {
-    handler = async () => ({ ok: true, result: "x".repeat(10_000) });
+    handler = async () => "x".repeat(Limits.lineBytes);
     const c = await open();
     await c.hello();
     c.request(1, "caller_tool", { tool: "big" });
     const r = await c.response(1);
     expect(r.error?.code).toBe(RpcErrorCode.ServerError);
-    expect(r.error?.data).toEqual({ reason: "caller_error" });
+    expect(r.error?.data).toEqual({ reason: "too_large" });
   });
 
-  it("aborts the handler's signal when the connection closes", async () => {
-    let aborted: () => void = () => {};
-    const sawAbort = new Promise<void>((r) => (aborted = r));
+  it("aborts the handler's signal when the connection closes, and when the peer cancels", async () => {
+    const reasons: number[] = [];
     let started: () => void = () => {};
-    const sawStart = new Promise<void>((r) => (started = r));
-    handler = (_call, signal) =>
+    let sawStart = new Promise<void>((r) => (started = r));
+    let aborted: () => void = () => {};
+    let sawAbort = new Promise<void>((r) => (aborted = r));
+    handler = (_call, ctx) =>
       new Promise(() => {
         started();
-        signal.addEventListener("abort", () => aborted());
+        ctx.signal.addEventListener("abort", () => {
+          reasons.push((ctx.signal.reason as { code: number }).code);
+          aborted();
+        });
       });
     const c = await open();
     await c.hello();
-    c.request(1, "caller_tool", { tool: "hang" });
+    c.request("a", "caller_tool", { tool: "hang" });
+    await sawStart;
+    c.send({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: "a", reason: "droid gave up" },
+    });
+    await sawAbort;
+    sawStart = new Promise<void>((r) => (started = r));
+    sawAbort = new Promise<void>((r) => (aborted = r));
+    c.request("b", "caller_tool", { tool: "hang" });
     await sawStart;
     c.socket.destroy();
     await sawAbort;
+    expect(reasons).toEqual([RpcErrorCode.RequestCancelled, RpcErrorCode.ConnectionClosed]);
   });
 
-  it("close() answers in-flight calls with session_ended and ends connections", async () => {
-    let started: () => void = () => {};
-    const sawStart = new Promise<void>((r) => (started = r));
-    handler = () =>
-      new Promise(() => {
-        started();
-      });
+  it("close() ends every connection and removes the socket", async () => {
+    handler = () => new Promise(() => {});
     const c = await open();
     await c.hello();
     c.request(1, "caller_tool", { tool: "hang" });
-    await sawStart;
     await server.close();
-    const r = await c.response(1);
-    expect(r.error?.code).toBe(RpcErrorCode.ServerError);
-    expect(r.error?.data).toEqual({ reason: "session_ended" });
     await c.waitClosed();
     await expect(stat(path)).rejects.toThrow();
     expect(server.connectionCount).toBe(0);
@@ -396,10 +461,56 @@ describe("RelaySocketServer", () => {
       sessionToken: TOKEN,
       logger,
       helloTimeoutMs: 100,
-      handlers: { callerTool: (call, signal) => handler(call, signal) },
+      handlers: handlers(),
     });
     await server.start();
     const c = await open();
     await c.waitClosed(2000);
+  });
+
+  it("caps the connections of one container; the host keeps serving the ones it has", async () => {
+    await server.close();
+    server = new RelaySocketServer({
+      path,
+      sessionId: "s",
+      sessionToken: TOKEN,
+      logger,
+      maxConnections: 8,
+      handlers: handlers(),
+    });
+    await server.start();
+    const first = await open();
+    await first.hello();
+    const flood = await Promise.all(Array.from({ length: 40 }, () => open()));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(server.connectionCount).toBeLessThanOrEqual(8);
+    expect(flood.filter((c) => c.closed).length).toBeGreaterThanOrEqual(40 - 7);
+    first.request(1, "caller_tool", { tool: "echo", arguments: { ok: 1 } });
+    expect((await first.response(1)).result).toEqual({ echoed: { ok: 1 } });
+    // Once the flood is gone, new connections are served again.
+    for (const c of flood) c.socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const later = await open();
+    expect((await later.hello()).result).toMatchObject({ session_id: "s" });
+  });
+
+  it("takes agent events only from the runner and reports its agent and its going", async () => {
+    const client = await open();
+    await client.hello("client");
+    const events: AgentEvent[] = [{ seq: 1, type: "droid_log", text: "from a client" }];
+    client.send({ jsonrpc: "2.0", method: "agent_events", params: { events } });
+    const runner = await open();
+    await runner.hello("runner", { status: "running", delivered_message_seq: 3 });
+    runner.send({
+      jsonrpc: "2.0",
+      method: "agent_events",
+      params: { events: [{ seq: 2, type: "droid_log", text: "from the runner" }] },
+    });
+    runner.request("p", "ping");
+    await runner.response("p");
+    expect(runnerSeen.agent).toEqual({ status: "running", delivered_message_seq: 3 });
+    expect(runnerSeen.events).toEqual([{ seq: 2, type: "droid_log", text: "from the runner" }]);
+    runner.socket.destroy();
+    await expect.poll(() => runnerSeen.gone).toBe(1);
   });
 });

@@ -1,0 +1,52 @@
+/**
+ * The runner's entry: reads its settings from the environment the host-agent gave the container,
+ * then runs until the agent has ended and its last events are stored (or it is told to stop).
+ */
+import { z } from "zod";
+import type { Logger } from "../../../lib/log.js";
+import { parseJson } from "../../../protocol/json.js";
+import { AgentEnv, DEFAULT_SOCKET_PATH } from "../../../protocol/socket.js";
+import { Runner } from "./runner.js";
+
+const CommandSchema = z.array(z.string().min(1)).min(1).max(256);
+/** How long a stopping agent gets between SIGTERM and SIGKILL (Docker gives the container 10 s). */
+const STOP_GRACE_MS = 6_000;
+
+/** Starts the runner; exits the process when it is done. */
+export function runRunner(log: Logger): void {
+  const env = process.env;
+  const token = env[AgentEnv.sessionToken] ?? "";
+  const raw = parseJson(env[AgentEnv.agentCommand] ?? "");
+  const command = CommandSchema.safeParse(raw.ok ? raw.value : undefined);
+  if (token === "" || !command.success) {
+    log.fatal(
+      { missing: token === "" ? AgentEnv.sessionToken : AgentEnv.agentCommand },
+      `the runner needs ${AgentEnv.sessionToken} and ${AgentEnv.agentCommand} (a JSON array of strings)`,
+    );
+    process.exit(2);
+  }
+  // The agent gets our environment minus what only the runner needs.
+  const agentEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && key !== AgentEnv.agentCommand && key !== AgentEnv.exitWithParent)
+      agentEnv[key] = value;
+  }
+  const runner = new Runner({
+    socketPath: env[AgentEnv.socketPath] || DEFAULT_SOCKET_PATH,
+    sessionToken: token,
+    agentCommand: command.data,
+    agentEnv,
+    logger: log,
+    onDone: (code) => process.exit(code),
+  });
+  const stop = (reason: string) => void runner.shutdown(reason, STOP_GRACE_MS);
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  if (env[AgentEnv.exitWithParent] === "1") {
+    // Process runtime: our stdin is a pipe from the host-agent; its end means the host-agent is gone.
+    process.stdin.on("data", () => {});
+    process.stdin.once("end", () => stop("the host-agent is gone (process runtime)"));
+  }
+  runner.start();
+  log.info({ command: command.data }, "runner started");
+}

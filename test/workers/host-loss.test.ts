@@ -1,0 +1,144 @@
+/**
+ * Hosts that go away: a host-agent disconnected past OUBLIETTE_HOST_GRACE_MS loses its sessions
+ * (the registry's alarm decides, on the shared fake clock), and a host that says hello is
+ * reconciled against the sessions it reports.
+ */
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { config } from "../../worker/src/env.js";
+import { freezeClock } from "./support/clock.js";
+import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
+import { hostMissingSince, placementsOn, runRegistryAlarm } from "./support/registry.js";
+import { events, liveSession, respond, spawn } from "./support/session.js";
+import { ADMIN } from "./support/tokens.js";
+
+afterEach(async () => {
+  vi.useRealTimers();
+  await disconnectAll();
+});
+
+const graceMs = () => config(env).hostGraceMs;
+
+/** A live session on a host with room for one, with one call waiting for the caller. */
+async function sessionWithWaitingCall() {
+  const s = await liveSession({}, { maxSessions: 1 });
+  s.tunnel.call("call-1", "send_response", { text: "hi" });
+  await s.owner.next("caller_tool_request");
+  return s;
+}
+
+describe("a host gone past the grace period", () => {
+  it("loses its sessions: status lost, session_ended naming the host, waiting calls fail host_lost", async () => {
+    const s = await sessionWithWaitingCall();
+    const t0 = freezeClock();
+    s.host.close();
+    expect(await hostMissingSince(s.host.hostId)).toBe(t0);
+
+    // Within the grace period the alarm leaves everything alone.
+    vi.setSystemTime(t0 + graceMs() - 1);
+    await runRegistryAlarm();
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({
+      value: { status: "starting", pending_caller_requests: 1 },
+    });
+    expect(s.tunnel.answers("call-1")).toEqual([]);
+
+    vi.setSystemTime(t0 + graceMs());
+    await runRegistryAlarm();
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({
+      value: { status: "lost", pending_caller_requests: 0 },
+    });
+    // The droid's call fails at once (the session tunnel was still up to hear it), then it closes.
+    expect(await s.tunnel.result("call-1")).toMatchObject({ ok: false, error: { reason: "host_lost" } });
+    expect(await s.tunnel.socket.closed).toBe(1000);
+    expect(await s.owner.next("caller_tool_failed")).toMatchObject({
+      request_id: "call-1",
+      reason: "host_lost",
+    });
+    const ended = await s.owner.next("session_ended");
+    expect(ended.reason).toContain(s.host.hostId);
+    expect(ended.reason).toContain("lost");
+
+    // An answer after that is refused, never delivered.
+    const late = await respond(s.sessionId, "call-1", { result: "too late" });
+    expect(late).toMatchObject({ ok: false, error: { code: "request_expired" } });
+    expect(s.tunnel.answers("call-1")).toHaveLength(1);
+  });
+
+  it("frees the host's capacity, and stops the lost session if the host comes back running it", async () => {
+    const s = await sessionWithWaitingCall();
+    const t0 = freezeClock();
+    s.host.close();
+    await hostMissingSince(s.host.hostId);
+    vi.setSystemTime(t0 + graceMs());
+    await runRegistryAlarm();
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({ value: { status: "lost" } });
+    expect(await placementsOn(s.host.hostId)).toBe(0);
+
+    vi.useRealTimers();
+    const back = await FakeHost.connect(s.host.hostId, { maxSessions: 1, sessions: [s.sessionId] });
+    expect(await back.nextStop()).toMatchObject({ session_id: s.sessionId });
+    // Its one place is free again.
+    expect((await spawn()).info.host_id).toBe(s.host.hostId);
+  });
+});
+
+describe("a host that comes back within the grace period", () => {
+  it("keeps its sessions and their waiting calls", async () => {
+    const s = await sessionWithWaitingCall();
+    const t0 = freezeClock();
+    s.host.close();
+    await hostMissingSince(s.host.hostId);
+    vi.setSystemTime(t0 + graceMs() / 2);
+    const back = await FakeHost.connect(s.host.hostId, { maxSessions: 1, sessions: [s.sessionId] });
+
+    vi.setSystemTime(t0 + graceMs() * 3);
+    expect(await runRegistryAlarm()).toBe(true);
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({
+      value: { status: "starting", pending_caller_requests: 1 },
+    });
+    expect(await placementsOn(s.host.hostId)).toBe(1);
+    expect(back.stops()).toEqual([]);
+    expect((await respond(s.sessionId, "call-1", { result: "still here" })).ok).toBe(true);
+    expect(await s.tunnel.result("call-1")).toEqual({ ok: true, result: "still here" });
+  });
+});
+
+describe("reconciliation on host_hello", () => {
+  it("ends lost a placed session the host says it no longer runs", async () => {
+    const s = await sessionWithWaitingCall();
+    // The host-agent restarted and came back without the session's container.
+    const back = await FakeHost.connect(s.host.hostId, { maxSessions: 1, sessions: [] });
+    expect(await s.stub.getInfo(ADMIN, null)).toMatchObject({ value: { status: "lost" } });
+    expect(await s.tunnel.result("call-1")).toMatchObject({ ok: false, error: { reason: "host_lost" } });
+    const log = await events(s.sessionId);
+    expect(log.events.at(-1)).toMatchObject({
+      type: "session_ended",
+      reason: expect.stringContaining("came back without this session"),
+    });
+    expect(await placementsOn(s.host.hostId)).toBe(0);
+    // Nothing to stop: the host does not run it.
+    expect(back.stops()).toEqual([]);
+  });
+
+  it("sends session_stop for a session the host runs that is not placed on it", async () => {
+    const stray = "ses_0123456789abcdef01234567";
+    const host = await FakeHost.connect(uniqueHostId("stray"), { sessions: [stray] });
+    expect(await host.nextStop()).toMatchObject({
+      session_id: stray,
+      reason: expect.stringContaining("not placed on this host"),
+    });
+  });
+
+  it("stops a session that ended while its host was away, once the host is back", async () => {
+    const s = await liveSession();
+    s.host.close();
+    await hostMissingSince(s.host.hostId);
+    expect(await s.stub.end(ADMIN, "done while away")).toMatchObject({
+      ok: true,
+      value: { status: "ended" },
+    });
+    expect(await placementsOn(s.host.hostId)).toBe(0);
+    const back = await FakeHost.connect(s.host.hostId, { sessions: [s.sessionId] });
+    expect(await back.nextStop()).toMatchObject({ session_id: s.sessionId });
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * The host registry's tables: placements (which host runs which session, and whether its start
+ * was confirmed) and hosts that went missing (since when), for the grace period.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS placements (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS placements_host ON placements (host_id);
+CREATE TABLE IF NOT EXISTS missing_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
+`;
+
+export class HostStore {
+  readonly #sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.#sql = sql;
+    sql.exec(SCHEMA);
+    // Placements of an earlier version have no state; they were all confirmed starts.
+    try {
+      sql.exec("ALTER TABLE placements ADD COLUMN state TEXT NOT NULL DEFAULT 'running'");
+    } catch {
+      // the column exists
+    }
+  }
+
+  /** Records a placement whose start is not confirmed yet. */
+  place(sessionId: string, hostId: string): void {
+    this.#sql.exec(
+      "INSERT OR REPLACE INTO placements (session_id, host_id, state) VALUES (?, ?, 'starting')",
+      sessionId,
+      hostId,
+    );
+  }
+
+  markRunning(sessionId: string): void {
+    this.#sql.exec("UPDATE placements SET state = 'running' WHERE session_id = ?", sessionId);
+  }
+
+  release(sessionId: string): void {
+    this.#sql.exec("DELETE FROM placements WHERE session_id = ?", sessionId);
+  }
+
+  placement(sessionId: string): string | null {
+    const row = this.#sql.exec("SELECT host_id FROM placements WHERE session_id = ?", sessionId).toArray()[0];
+    return row ? String(row.host_id) : null;
+  }
+
+  /** Sessions placed on a host (starting or running). */
+  load(hostId: string): number {
+    return Number(this.#sql.exec("SELECT COUNT(*) AS n FROM placements WHERE host_id = ?", hostId).one().n);
+  }
+
+  sessionsOn(hostId: string): string[] {
+    return this.#sql
+      .exec("SELECT session_id FROM placements WHERE host_id = ?", hostId)
+      .toArray()
+      .map((r) => String(r.session_id));
+  }
+
+  /** Sessions whose start the host confirmed. */
+  runningOn(hostId: string): string[] {
+    return this.#sql
+      .exec("SELECT session_id FROM placements WHERE host_id = ? AND state = 'running'", hostId)
+      .toArray()
+      .map((r) => String(r.session_id));
+  }
+
+  placedHosts(): string[] {
+    return this.#sql
+      .exec("SELECT DISTINCT host_id FROM placements")
+      .toArray()
+      .map((r) => String(r.host_id));
+  }
+
+  hasPlacements(): boolean {
+    return this.#sql.exec("SELECT 1 FROM placements LIMIT 1").toArray().length > 0;
+  }
+
+  /** Notes that a host is not connected (keeping the earliest time it was first missed). */
+  hostMissing(hostId: string, now: number): void {
+    this.#sql.exec("INSERT OR IGNORE INTO missing_hosts (host_id, since) VALUES (?, ?)", hostId, now);
+  }
+
+  hostBack(hostId: string): void {
+    this.#sql.exec("DELETE FROM missing_hosts WHERE host_id = ?", hostId);
+  }
+
+  forgetHost(hostId: string): void {
+    this.hostBack(hostId);
+  }
+
+  missingHosts(): { hostId: string; missingSince: number }[] {
+    return this.#sql
+      .exec("SELECT host_id, since FROM missing_hosts")
+      .toArray()
+      .map((r) => ({ hostId: String(r.host_id), missingSince: Number(r.since) }));
+  }
+}

@@ -1,0 +1,284 @@
+import type { AgentEvent } from "../../../protocol/agent-events.js";
+import {
+  type CallerToolOutcome,
+  type CallerToolsConfig,
+  failureToRpcError,
+} from "../../../protocol/caller-tools.js";
+import type { JsonObject } from "../../../protocol/json.js";
+import { Limits } from "../../../protocol/limits.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import {
+  CANCELLED,
+  CancelledParamsSchema,
+  encodeError,
+  encodeNotification,
+  encodeRequest,
+  encodeResult,
+  type JsonRpcId,
+  parseFrame,
+} from "../../../protocol/rpc/messages.js";
+import {
+  droidMessageId,
+  SessionEndParamsSchema,
+  SessionEventsParamsSchema,
+  SessionHelloParamsSchema,
+  TUNNEL_PROTOCOL_VERSION,
+  TunnelCallerToolParamsSchema,
+  TunnelMethod,
+} from "../../../protocol/tunnel.js";
+import { principalOf } from "../auth/principal-header.js";
+import type { Log } from "../log.js";
+import { DEFERRED, MethodTable } from "../rpc/method-table.js";
+
+interface HostAttachment {
+  role: "host";
+  hostId: string | null;
+  /** Set once the host's hello was accepted; nothing else is served before. */
+  ready: boolean;
+}
+
+function attachment(ws: WebSocket): HostAttachment | null {
+  const a = ws.deserializeAttachment() as { role?: string } | null;
+  return a?.role === "host" ? (a as HostAttachment) : null;
+}
+
+/** What the tunnel serves, in the session's terms. */
+export interface HostTunnelHandlers {
+  /** The host this session is placed on (null before placement): only it may open the tunnel. */
+  placedHost(): string | null;
+  /** Whether the session is still live (an ended one refuses hellos). */
+  liveStatus(): string | null;
+  sessionId(): string;
+  storedEventSeq(): number;
+  config(): CallerToolsConfig;
+  pendingMessages(): { seq: number; text: string }[];
+  /** A droid's call: its outcome now, or null to answer when it is decided. */
+  callerTool(callId: string, tool: string, args: JsonObject): CallerToolOutcome | null;
+  cancel(callId: string, reason: string): void;
+  /** Stores agent events; returns the highest seq stored. */
+  events(events: AgentEvent[]): number;
+  /** The host says the session is over there. */
+  end(reason: string): Promise<void>;
+  messageDelivered(seq: number): void;
+  log: Log;
+}
+
+/**
+ * The host-agent's session tunnel: a hibernatable WebSocket the host opens to this object,
+ * speaking JSON-RPC. Only the host the session is placed on is accepted (its `session_hello`
+ * names it); a newer tunnel replaces an older one. Answers that are decided later (a caller tool
+ * call) are sent by request id, so nothing pending lives in memory.
+ */
+export class HostTunnel {
+  readonly #state: DurableObjectState;
+  readonly #h: HostTunnelHandlers;
+  readonly #methods = new MethodTable<WebSocket>();
+
+  constructor(state: DurableObjectState, handlers: HostTunnelHandlers) {
+    this.#state = state;
+    this.#h = handlers;
+    this.#methods
+      .handle(TunnelMethod.sessionHello, SessionHelloParamsSchema, (params, ws) => this.#hello(ws, params))
+      .handle(TunnelMethod.callerTool, TunnelCallerToolParamsSchema, (params) => {
+        const outcome = handlers.callerTool(params.call_id, params.tool, params.arguments);
+        return outcome === null ? DEFERRED : outcomeResult(outcome);
+      })
+      .handle(TunnelMethod.sessionEvents, SessionEventsParamsSchema, (params) => ({
+        stored_seq: handlers.events(params.events as AgentEvent[]),
+      }))
+      .handle(TunnelMethod.sessionEnd, SessionEndParamsSchema, async (params) => {
+        await handlers.end(params.reason);
+        return {};
+      });
+  }
+
+  static owns(ws: WebSocket): boolean {
+    return attachment(ws) !== null;
+  }
+
+  accept(request: Request): Response {
+    const principal = principalOf(request);
+    if (principal?.kind !== "host") return new Response("host token required", { status: 403 });
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+      return new Response("expected a WebSocket upgrade", { status: 426 });
+    }
+    const { 0: client, 1: server } = new WebSocketPair();
+    this.#state.acceptWebSocket(server, ["host"]);
+    server.serializeAttachment({ role: "host", hostId: null, ready: false } satisfies HostAttachment);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** Sends a call's outcome as the answer to its request (lost if no tunnel: the host asks again). */
+  sendOutcome(callId: string, outcome: CallerToolOutcome): void {
+    const answer = outcomeResult(outcome);
+    this.#send(answer instanceof RpcError ? encodeError(callId, answer) : encodeResult(callId, answer));
+  }
+
+  sendConfig(config: CallerToolsConfig): void {
+    this.#send(encodeNotification(TunnelMethod.callerToolsConfig, config));
+  }
+
+  sendMessage(seq: number, text: string): void {
+    this.#send(encodeRequest(droidMessageId(seq), TunnelMethod.droidMessage, { seq, text }));
+  }
+
+  close(code: number, reason: string): void {
+    for (const ws of this.#state.getWebSockets("host")) {
+      try {
+        ws.close(code, reason);
+      } catch {
+        // already closing
+      }
+    }
+  }
+
+  onMessage(ws: WebSocket, raw: string | ArrayBuffer): void {
+    if (typeof raw !== "string") {
+      this.#reply(ws, null, new RpcError(RpcErrorCode.InvalidRequest, "tunnel messages are JSON text"));
+      return;
+    }
+    const frame = parseFrame(raw, { maxBytes: Limits.frameBytes, maxDepth: Limits.jsonDepth });
+    const ready = attachment(ws)?.ready === true;
+    switch (frame.kind) {
+      case "request": {
+        if (!ready && frame.method !== TunnelMethod.sessionHello) {
+          this.#reply(ws, frame.id, new RpcError(RpcErrorCode.Unauthenticated, "send session_hello first"));
+          return;
+        }
+        if (frame.method === TunnelMethod.callerTool && !isCallId(frame.id, frame.params)) {
+          this.#reply(
+            ws,
+            frame.id,
+            new RpcError(RpcErrorCode.InvalidRequest, "a caller_tool request's id must be its call_id"),
+          );
+          return;
+        }
+        this.#run(ws, frame.id, frame.method, frame.params);
+        return;
+      }
+      case "notification": {
+        if (!ready || frame.method !== CANCELLED) return;
+        const params = CancelledParamsSchema.safeParse(frame.params);
+        if (params.success)
+          this.#h.cancel(String(params.data.requestId), params.data.reason ?? "the droid cancelled the call");
+        return;
+      }
+      case "result": {
+        const seq = /^msg:(\d+)$/.exec(String(frame.id))?.[1];
+        if (seq !== undefined) this.#h.messageDelivered(Number(seq));
+        return;
+      }
+      case "error":
+        this.#h.log.warn("host answered with an error", { id: frame.id, error: frame.error.message });
+        return;
+      case "invalid":
+        this.#h.log.warn("bad tunnel message", { reason: frame.error.message });
+        this.#reply(ws, frame.id, frame.error);
+        return;
+    }
+  }
+
+  onClose(ws: WebSocket, code: number): void {
+    this.#h.log.info("host tunnel closed", { host: attachment(ws)?.hostId, code });
+  }
+
+  #run(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
+    let outcome: unknown;
+    try {
+      outcome = this.#methods.dispatch(method, params, ws);
+    } catch (err) {
+      this.#reply(ws, id, err);
+      return;
+    }
+    void Promise.resolve(outcome).then(
+      (result) => {
+        if (result === DEFERRED) return;
+        if (result instanceof RpcError) this.#reply(ws, id, result);
+        else trySend(ws, encodeResult(id, result));
+      },
+      (err: unknown) => this.#reply(ws, id, err),
+    );
+  }
+
+  #hello(ws: WebSocket, params: { v: number; host_id: string }): unknown {
+    const log = this.#h.log;
+    if (params.v !== TUNNEL_PROTOCOL_VERSION) {
+      setTimeout(() => ws.close(4002, "unsupported tunnel protocol version"), 0);
+      throw new RpcError(
+        RpcErrorCode.ServerError,
+        `tunnel protocol ${params.v} is not ${TUNNEL_PROTOCOL_VERSION}`,
+        {
+          reason: "unsupported_version",
+        },
+      );
+    }
+    const status = this.#h.liveStatus();
+    if (status !== null) {
+      throw new RpcError(RpcErrorCode.ServerError, `session ${this.#h.sessionId()} is ${status}`, {
+        reason: "session_ended",
+      });
+    }
+    const placed = this.#h.placedHost();
+    if (placed === null || placed !== params.host_id) {
+      log.warn("refused a session tunnel from a host the session is not placed on", {
+        host: params.host_id,
+        placed,
+      });
+      setTimeout(() => ws.close(4003, "not placed on this host"), 0);
+      throw new RpcError(
+        RpcErrorCode.ServerError,
+        `session ${this.#h.sessionId()} is not placed on host ${params.host_id}`,
+        {
+          reason: "not_placed",
+        },
+      );
+    }
+    // A newer tunnel from the placed host replaces any older one.
+    for (const other of this.#state.getWebSockets("host")) {
+      if (other !== ws && attachment(other)?.ready) other.close(4000, "replaced by a newer tunnel");
+    }
+    ws.serializeAttachment({ role: "host", hostId: params.host_id, ready: true } satisfies HostAttachment);
+    // After the answer to hello, the host hears of every message it has not confirmed.
+    setTimeout(() => {
+      for (const m of this.#h.pendingMessages())
+        trySend(ws, encodeRequest(droidMessageId(m.seq), TunnelMethod.droidMessage, m));
+    }, 0);
+    return {
+      session_id: this.#h.sessionId(),
+      stored_event_seq: this.#h.storedEventSeq(),
+      config: this.#h.config(),
+    };
+  }
+
+  #send(text: string): void {
+    for (const ws of this.#state.getWebSockets("host")) {
+      if (attachment(ws)?.ready) trySend(ws, text);
+    }
+  }
+
+  #reply(ws: WebSocket, id: JsonRpcId | null, err: unknown): void {
+    const error =
+      err instanceof RpcError
+        ? err
+        : new RpcError(RpcErrorCode.InternalError, "internal error in the session object");
+    if (!(err instanceof RpcError)) this.#h.log.error("tunnel handler failed", { error: String(err) });
+    trySend(ws, encodeError(id, error));
+  }
+}
+
+/** The wire answer to a call: the caller's result, or an error with the failure's reason. */
+function outcomeResult(outcome: CallerToolOutcome): unknown {
+  return outcome.ok ? outcome.result : failureToRpcError(outcome.error.reason, outcome.error.message);
+}
+
+function isCallId(id: JsonRpcId, params: unknown): boolean {
+  return typeof params === "object" && params !== null && "call_id" in params && params.call_id === id;
+}
+
+function trySend(ws: WebSocket, text: string): void {
+  try {
+    ws.send(text);
+  } catch {
+    // closed; the host re-sends what it still needs after it reconnects
+  }
+}

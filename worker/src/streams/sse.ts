@@ -1,0 +1,82 @@
+/**
+ * A Server-Sent Events response body that notices when its reader is gone. workerd does not
+ * signal an SSE client's disconnect to a Durable Object (`request.signal` never fires), but a
+ * write to a cancelled stream rejects: every write (keep-alives included) is a liveness probe.
+ */
+const encoder = new TextEncoder();
+
+/** Chunks queued for a reader that does not read; past this the reader counts as gone. */
+const MAX_QUEUED_CHUNKS = 10_000;
+
+export const SSE_HEADERS = {
+  "content-type": "text/event-stream",
+  "cache-control": "no-cache, no-transform",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+} as const;
+
+export class SseStream {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #onDead: () => void;
+  #dead = false;
+  #keepAlive: ReturnType<typeof setInterval> | undefined;
+
+  /** `onDead` runs once, when the reader goes away or the stream is closed. */
+  constructor(onDead: () => void) {
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    this.readable = readable;
+    this.#writer = writable.getWriter();
+    this.#onDead = onDead;
+    this.#writer.closed.catch(() => this.#markDead());
+  }
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  /** Sends one event; `id` lets the client resume with Last-Event-ID. */
+  event(data: string, id?: string | number): void {
+    const idLine = id === undefined ? "" : `id: ${id}\n`;
+    this.#write(`${idLine}data: ${data}\n\n`);
+  }
+
+  /** Sends the reconnect delay the client should use. */
+  retry(ms: number): void {
+    this.#write(`retry: ${ms}\n\n`);
+  }
+
+  /** An event with an id and no data: primes the client's Last-Event-ID (MCP 2025-11-25). */
+  prime(id: string | number): void {
+    this.#write(`id: ${id}\ndata: \n\n`);
+  }
+
+  /** Sends a comment every `ms` so proxies keep the stream open and a dead reader is noticed. */
+  keepAlive(ms: number): void {
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = setInterval(() => this.#write(": keep-alive\n\n"), ms);
+  }
+
+  close(): void {
+    if (this.#dead) return;
+    this.#markDead();
+    this.#writer.close().catch(() => {});
+  }
+
+  #write(text: string): void {
+    if (this.#dead) return;
+    const desired = this.#writer.desiredSize;
+    if (desired !== null && desired < -MAX_QUEUED_CHUNKS) {
+      this.close();
+      return;
+    }
+    this.#writer.write(encoder.encode(text)).catch(() => this.#markDead());
+  }
+
+  #markDead(): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#onDead();
+  }
+}
