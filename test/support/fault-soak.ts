@@ -17,9 +17,12 @@ export interface SoakOptions {
   image?: string;
   runtime: "docker" | "process";
   sessions: number;
-  /** How long the droids keep calling; faults happen during the first part of it. */
+  /**
+   * How long the faults go on: every fault of the list runs at least once, in order, and the list
+   * repeats while there is time; the droids call from before the first fault until well after
+   * the last.
+   */
   durationMs: number;
-  /** Faults to run, in order, spread over the duration (repeated when there is time). */
   faults: readonly Fault[];
   log(line: string): void;
 }
@@ -88,7 +91,8 @@ export async function runFaultSoak(options: SoakOptions): Promise<SoakTally> {
             count: 100_000,
             concurrency: 2,
             pause_ms: 10,
-            duration_ms: options.durationMs,
+            // A cap only: the harness stops the soak (soak_stop) once the faults are over.
+            duration_ms: options.durationMs + 300_000,
           },
         ],
       };
@@ -99,10 +103,13 @@ export async function runFaultSoak(options: SoakOptions): Promise<SoakTally> {
       });
     }
     const faults: Record<string, number> = {};
-    const faultWindow = Math.max(0, options.durationMs - 15_000);
-    const spacing = Math.max(6_000, Math.min(15_000, faultWindow / Math.max(1, options.faults.length)));
+    const spacing = 12_000;
     const startedAt = Date.now();
-    for (let i = 0; Date.now() - startedAt + spacing <= faultWindow + 1; i++) {
+    for (
+      let i = 0;
+      i < options.faults.length || Date.now() - startedAt + spacing <= options.durationMs;
+      i++
+    ) {
       await sleep(spacing / 2);
       const fault = options.faults[i % options.faults.length];
       if (fault === undefined) break;
@@ -111,14 +118,18 @@ export async function runFaultSoak(options: SoakOptions): Promise<SoakTally> {
       faults[fault] = (faults[fault] ?? 0) + 1;
       await sleep(spacing / 2);
     }
-    log("faults done; waiting for the droids to finish");
+    // Calm after the storm: calls go on a little longer, then the droids are told to stop.
+    await sleep(5_000);
+    log("faults done; stopping the droids");
+    for (const sessionId of sessions) {
+      await caller.ok("session", {
+        action: "message",
+        session_id: sessionId,
+        message: JSON.stringify({ op: "soak_stop" }),
+      });
+    }
     // Read from the sessions' logs, not the caller's stream: the harness must not depend on what it tests.
-    await waitForSummaries(
-      caller,
-      sessions,
-      Date.now() + (options.durationMs - (Date.now() - startedAt)) + 150_000,
-      log,
-    );
+    await waitForSummaries(caller, sessions, Date.now() + 200_000, log);
     // Let the last answers settle before reading the logs.
     await sleep(2_000);
     return { ...(await tally(caller, sessions, told)), faults };

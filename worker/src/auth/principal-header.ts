@@ -1,4 +1,11 @@
-import type { Principal } from "./tokens.js";
+import { z } from "zod";
+import { parseJson } from "../../../protocol/json.js";
+import { CallerPrincipalSchema, type Principal } from "./tokens.js";
+
+const PrincipalSchema = z.union([
+  CallerPrincipalSchema,
+  z.object({ kind: z.literal("host"), tokenId: z.string() }),
+]);
 
 /**
  * The Worker authenticates every request, then forwards it to a Durable Object with the principal
@@ -18,9 +25,7 @@ export function forward(request: Request, principal: Principal, path: string): R
 export function principalOf(request: Request): Principal | null {
   const raw = request.headers.get(PRINCIPAL_HEADER);
   if (!raw) return null;
-  try {
-    return JSON.parse(raw) as Principal;
-  } catch {
-    return null;
-  }
+  const json = parseJson(raw);
+  const parsed = json.ok ? PrincipalSchema.safeParse(json.value) : null;
+  return parsed?.success ? parsed.data : null;
 }

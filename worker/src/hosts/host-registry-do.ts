@@ -12,7 +12,6 @@ import {
   HostHelloParamsSchema,
   type RuntimeKind,
   type SessionSpec,
-  TUNNEL_PROTOCOL_VERSION,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
 import { principalOf } from "../auth/principal-header.js";
@@ -20,6 +19,7 @@ import { config, type Env } from "../env.js";
 import { type ErrorCode, fail, ok, type Result } from "../errors.js";
 import { createLog, errorMessage } from "../log.js";
 import { MethodTable } from "../rpc/method-table.js";
+import { requireTunnelVersion } from "../rpc/tunnel-version.js";
 import { HostStore } from "./host-store.js";
 
 interface HostAttachment {
@@ -272,16 +272,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     params: { v: number; host_id: string; runtime: RuntimeKind; sessions: string[]; max_sessions: number },
   ): Promise<unknown> {
     const a = ws.deserializeAttachment() as HostAttachment;
-    if (params.v !== TUNNEL_PROTOCOL_VERSION) {
-      setTimeout(() => ws.close(4002, "unsupported tunnel protocol version"), 0);
-      throw new RpcError(
-        RpcErrorCode.ServerError,
-        `tunnel protocol ${params.v} is not ${TUNNEL_PROTOCOL_VERSION}`,
-        {
-          reason: "unsupported_version",
-        },
-      );
-    }
+    requireTunnelVersion(ws, params.v);
     if (params.host_id !== a.hostId) {
       throw new RpcError(
         RpcErrorCode.InvalidParams,

@@ -11,8 +11,8 @@ import {
 import { isCallerToolEvent, loggerFor, type SessionEvent } from "../../../protocol/events.js";
 import { parseJson } from "../../../protocol/json.js";
 import { clip } from "../../../protocol/rpc/errors.js";
-import { PRINCIPAL_HEADER } from "../auth/principal-header.js";
-import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
+import { principalOf } from "../auth/principal-header.js";
+import type { CallerPrincipal } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import type { PresenceChange } from "../session/types.js";
@@ -73,10 +73,10 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   /** GET: the session's event stream (a streamed response, so it stays a fetch). */
   override async fetch(request: Request): Promise<Response> {
-    const parsed = CallerPrincipalSchema.safeParse(tryParseJsonOrNull(request.headers.get(PRINCIPAL_HEADER)));
-    if (!parsed.success) return new Response("forbidden", { status: 403 });
+    const principal = principalOf(request);
+    if (principal?.kind !== "caller") return new Response("forbidden", { status: 403 });
     if (request.method !== "GET") return new Response("method not allowed", { status: 405 });
-    return this.#get(request, parsed.data);
+    return this.#get(request, principal);
   }
 
   /** POST /mcp: one JSON-RPC message or a batch. */
@@ -336,10 +336,4 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 function unsupportedVersion(version: string | null): HttpReply | null {
   if (version === null || isSupportedVersion(version)) return null;
   return rpcErrorReply(400, McpErrorCode.invalidRequest, `Unsupported MCP-Protocol-Version: ${version}`);
-}
-
-function tryParseJsonOrNull(text: string | null): unknown {
-  if (text === null) return null;
-  const parsed = parseJson(text);
-  return parsed.ok ? parsed.value : null;
 }

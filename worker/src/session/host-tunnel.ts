@@ -22,13 +22,13 @@ import {
   SessionEndParamsSchema,
   SessionEventsParamsSchema,
   SessionHelloParamsSchema,
-  TUNNEL_PROTOCOL_VERSION,
   TunnelCallerToolParamsSchema,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
 import { principalOf } from "../auth/principal-header.js";
 import type { Log } from "../log.js";
 import { DEFERRED, MethodTable } from "../rpc/method-table.js";
+import { requireTunnelVersion } from "../rpc/tunnel-version.js";
 
 interface HostAttachment {
   role: "host";
@@ -202,16 +202,7 @@ export class HostTunnel {
 
   #hello(ws: WebSocket, params: { v: number; host_id: string }): unknown {
     const log = this.#h.log;
-    if (params.v !== TUNNEL_PROTOCOL_VERSION) {
-      setTimeout(() => ws.close(4002, "unsupported tunnel protocol version"), 0);
-      throw new RpcError(
-        RpcErrorCode.ServerError,
-        `tunnel protocol ${params.v} is not ${TUNNEL_PROTOCOL_VERSION}`,
-        {
-          reason: "unsupported_version",
-        },
-      );
-    }
+    requireTunnelVersion(ws, params.v);
     const status = this.#h.liveStatus();
     if (status !== null) {
       throw new RpcError(RpcErrorCode.ServerError, `session ${this.#h.sessionId()} is ${status}`, {
