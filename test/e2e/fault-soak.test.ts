@@ -24,4 +24,4 @@ it("keeps every promise through host-agent kills, network cuts and a Worker rest
   for (const fault of ["host_sigkill", "cut", "host_sigterm", "worker_restart"]) {
     expect(tally.faults[fault], fault).toBeGreaterThanOrEqual(1);
   }
-}, 300_000);
+}, 420_000);

@@ -129,7 +129,7 @@ export async function runFaultSoak(options: SoakOptions): Promise<SoakTally> {
       });
     }
     // Read from the sessions' logs, not the caller's stream: the harness must not depend on what it tests.
-    await waitForSummaries(caller, sessions, Date.now() + 200_000, log);
+    await waitForSummaries(caller, sessions, Date.now() + 150_000, log);
     // Let the last answers settle before reading the logs.
     await sleep(2_000);
     return { ...(await tally(caller, sessions, told)), faults };

@@ -125,3 +125,22 @@ describe("CallerCalls", () => {
     expect(cancelled).toHaveLength(1);
   });
 });
+
+describe("CallerCalls memory", () => {
+  it("forgets a call once its waiter has the answer, and keeps one nobody received", async () => {
+    const answered = calls.run({ call_id: "c1", tool: "t", arguments: {} }, ctx());
+    relayed[0]?.resolve({ ok: true, result: 1 });
+    await answered;
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls.size).toBe(0);
+    const first = ctx();
+    const lost = calls.run({ call_id: "c2", tool: "t", arguments: {} }, first);
+    first.abort(RpcErrorCode.ConnectionClosed);
+    await expect(lost).rejects.toBeDefined();
+    relayed[1]?.resolve({ ok: true, result: 2 });
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(calls.size).toBe(0);
+  });
+});

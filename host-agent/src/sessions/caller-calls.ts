@@ -31,6 +31,8 @@ export interface CallerCallsOptions {
 interface Entry {
   readonly done: Promise<CallerToolOutcome>;
   waiters: number;
+  /** A waiter received the outcome (the droid has its answer). */
+  answered: boolean;
   reclaimTimer?: NodeJS.Timeout;
 }
 
@@ -68,6 +70,7 @@ export class CallerCalls {
     });
     try {
       const outcome = await Promise.race([entry.done, aborted]);
+      entry.answered = true;
       if (outcome.ok) return outcome.result;
       throw failureToRpcError(outcome.error.reason, outcome.error.message);
     } catch (err) {
@@ -105,14 +108,23 @@ export class CallerCalls {
       }, backstopMs);
       backstop.unref();
     });
-    const entry: Entry = { done, waiters: 0 };
+    const entry: Entry = { done, waiters: 0, answered: false };
     this.#calls.set(callId, entry);
     void done.then(() => {
       clearTimeout(backstop);
-      const forget = setTimeout(() => {
-        if (this.#calls.get(callId) === entry) this.#calls.delete(callId);
-      }, this.#o.keepOutcomeMs ?? 120_000);
-      forget.unref();
+      // Someone waited: the droid has its answer, nothing to keep. Nobody did (its connection
+      // was gone): keep it a while for the re-send. (The session object keeps it longer anyway.)
+      setImmediate(() => {
+        if (this.#calls.get(callId) !== entry) return;
+        if (entry.answered) {
+          this.#calls.delete(callId);
+          return;
+        }
+        const forget = setTimeout(() => {
+          if (this.#calls.get(callId) === entry) this.#calls.delete(callId);
+        }, this.#o.keepOutcomeMs ?? 120_000);
+        forget.unref();
+      });
     });
     return entry;
   }
