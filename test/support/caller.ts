@@ -7,6 +7,16 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { SessionEvent } from "../../protocol/events.js";
 
+// The MCP SDK's HTTP transport passes one AbortSignal to every fetch, and undici keeps each
+// fetch's abort listener until the response is collected: under load (the bench, the soak) Node
+// warns of a leak thousands of times. It is this test caller's, not the product's; keep the
+// output readable and every other warning.
+process.removeAllListeners("warning");
+process.on("warning", (warning) => {
+  if (warning.name !== "MaxListenersExceededWarning")
+    process.stderr.write(`${warning.stack ?? warning.message}\n`);
+});
+
 export type CallerToolRequest = Extract<SessionEvent, { type: "caller_tool_request" }>;
 /** What a test's handler does with a caller tool request: answer it, or leave it pending. */
 export type Answer = { result: unknown } | { error: string } | "ignore";
