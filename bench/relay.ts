@@ -35,15 +35,6 @@ const RUN_LIMIT_MS = 30 * 60_000;
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-// The MCP SDK's HTTP transport passes one AbortSignal to every fetch, and undici keeps each
-// fetch's abort listener until the response is collected: under this load Node warns about a
-// leak thousands of times. It is the test caller's, not the product's; keep the output readable.
-process.removeAllListeners("warning");
-process.on("warning", (warning) => {
-  if (warning.name !== "MaxListenersExceededWarning")
-    process.stderr.write(`${warning.stack ?? warning.message}\n`);
-});
-
 async function plainToolCalls(caller: TestCaller, sessionId: string, count: number): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
