@@ -61,11 +61,6 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): ParsedJson {
   }
 }
 
-/** Parses JSON text without throwing (depth-limited); the historic name of `parseJson`. */
-export function tryParseJson(text: string): { ok: true; value: unknown } | { ok: false; error: string } {
-  return parseJson(text);
-}
-
 /**
  * UTF-8 length of a string, counted without encoding it. Lone surrogates count 3 bytes, as
  * TextEncoder writes them (as U+FFFD).

@@ -110,12 +110,12 @@ describe("DroidMcpServer", () => {
 
   it("turns relay failures into tool errors with a readable message", async () => {
     const { client } = await setup(async () => {
-      throw new RelayCallError("connection_lost", "connection to the host-agent was lost");
+      throw new RelayCallError("timeout", "no answer from the host-agent within 135 s");
     });
     const result = await client.callTool({ name: "ant_slow", arguments: {} });
     expect(result).toMatchObject({
       isError: true,
-      content: [{ type: "text", text: "connection to the host-agent was lost" }],
+      content: [{ type: "text", text: "no answer from the host-agent within 135 s" }],
     });
     const unknown = await client.callTool({ name: "ant_missing", arguments: {} });
     expect(unknown).toMatchObject({

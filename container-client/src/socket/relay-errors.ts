@@ -5,13 +5,11 @@
 export type RelayCallErrorCode =
   /** The host-agent answered with a JSON-RPC error; see `rpcCode` and `data`. */
   | "rpc_error"
-  /** The connection dropped while the request was in flight. */
-  | "connection_lost"
-  /** No connection to the host-agent could be had in time. */
+  /** The host-agent refused the session token: no call can be relayed. */
   | "not_connected"
-  /** No answer before the client-side deadline. */
+  /** No answer by the backstop (the session's deadline plus the reconnect budget). */
   | "timeout"
-  /** The request would not fit on one socket line. */
+  /** The arguments are over the size budget. */
   | "too_large"
   /** The droid cancelled the request. */
   | "cancelled"
@@ -29,10 +27,4 @@ export class RelayCallError extends Error {
   ) {
     super(message);
   }
-}
-
-/** The host-agent rejected the session token: retrying with the same token cannot help. */
-export class AuthRejectedError extends Error {
-  override readonly name = "AuthRejectedError";
-  readonly permanent = true;
 }

@@ -7,7 +7,12 @@
 import type { Logger } from "../../../lib/log.js";
 import type { AgentState } from "../../../protocol/agent-events.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import { AgentMessageResultSchema, AgentStopResultSchema, SocketMethod } from "../../../protocol/socket.js";
+import {
+  AgentMessageResultSchema,
+  AgentStartResultSchema,
+  AgentStopResultSchema,
+  SocketMethod,
+} from "../../../protocol/socket.js";
 import type { ContainerConnection } from "../socket/container-connection.js";
 
 export interface RunnerLinkOptions {
@@ -99,9 +104,10 @@ export class RunnerLink {
 
   async #start(connection: ContainerConnection): Promise<void> {
     try {
-      const result = await connection.peer.request(SocketMethod.agentStart, {}, { timeoutMs: 30_000 });
+      const raw = await connection.peer.request(SocketMethod.agentStart, {}, { timeoutMs: 30_000 });
+      const started = AgentStartResultSchema.safeParse(raw);
       if (this.#agent) this.#agent.status = "running";
-      this.#o.logger.info({ result }, "agent started");
+      this.#o.logger.info({ pid: started.success ? started.data.pid : null }, "agent started");
     } catch (err) {
       if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return; // retried on reconnect
       const message = err instanceof Error ? err.message : String(err);
