@@ -12,8 +12,9 @@ interface Child extends Supervised {
 
 const spawned: Child[] = [];
 
-// Each child is a fresh node process: on a busy 2-core machine one may take a second to start.
-const SLOW = { timeout: 15_000 };
+// Each child is a fresh node process: on a busy 2-core machine (other files start wrangler dev
+// meanwhile) one may take seconds to start.
+const SLOW = { timeout: 30_000 };
 
 /** A real child running `code` (in its own process group, like the host-agent). */
 function nodeChild(code: string): Child {
