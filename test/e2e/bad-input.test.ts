@@ -67,7 +67,12 @@ describe("MCP endpoint", () => {
   });
 
   it("answers wrong tool arguments with an isError result naming the problem", async () => {
-    const result = await caller.call("session", { action: "spawn", caller_id: "has space" });
+    const result = await caller.call("session", {
+      action: "spawn",
+      project_id: await caller.projectId(),
+      new_session: true,
+      caller_id: "has space",
+    });
     expect(result.isError).toBe(true);
     expect(JSON.stringify(result.content)).toMatch(/caller_id/);
     const missing = await caller.call("caller_tool_response", { request_id: "x" });

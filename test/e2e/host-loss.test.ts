@@ -140,13 +140,23 @@ describe("capacity", () => {
     await Promise.all(stack.hosts.map((h) => h.stop()));
     const host = await stack.addHost({ runtime: "process", maxSessions: 1, ...fast });
     const first = await spawnDroid(caller);
-    const full = await caller.call("session", { action: "spawn", caller_id: "ant" });
+    const full = await caller.call("session", {
+      action: "spawn",
+      project_id: await caller.projectId(),
+      new_session: true,
+      caller_id: "ant",
+    });
     expect(full.isError).toBe(true);
     expect(JSON.stringify(full.structuredContent)).toMatch(/host_full/);
     expect(JSON.stringify(full.content)).toMatch(/runs 1 of 1/);
     await caller.call("session", { action: "end", session_id: first });
     await host.stop();
-    const none = await caller.call("session", { action: "spawn", caller_id: "ant" });
+    const none = await caller.call("session", {
+      action: "spawn",
+      project_id: await caller.projectId(),
+      new_session: true,
+      caller_id: "ant",
+    });
     expect(none.isError).toBe(true);
     expect(JSON.stringify(none.structuredContent)).toMatch(/no_host/);
   });

@@ -169,7 +169,12 @@ it("keeps counting the re-adopted sessions against --max-sessions, and frees the
     small.process.kill("SIGKILL");
     await small.exited;
     const again = await stack.restartHost(small);
-    const full = await caller.call("session", { action: "spawn", caller_id: "ant" });
+    const full = await caller.call("session", {
+      action: "spawn",
+      project_id: await caller.projectId(),
+      new_session: true,
+      caller_id: "ant",
+    });
     expect(full.isError).toBe(true);
     expect(JSON.stringify(full.content)).toMatch(/host_full|1 of 1/);
     await caller.call("session", { action: "end", session_id: first });

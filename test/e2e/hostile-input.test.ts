@@ -61,6 +61,8 @@ describe("the size budget, checked where input enters", () => {
   it("refuses a ~1 MiB declaration at spawn with too_large, and the host-agent lives on", async () => {
     const result = await caller.call("session", {
       action: "spawn",
+      project_id: await caller.projectId(),
+      new_session: true,
       caller_id: "big",
       caller_tools: tools(128, 1_048_530),
     });
@@ -73,6 +75,8 @@ describe("the size budget, checked where input enters", () => {
   it("refuses a prompt of 200,000 × U+0001 (1.2 MB escaped) with too_large", async () => {
     const result = await caller.call("session", {
       action: "spawn",
+      project_id: await caller.projectId(),
+      new_session: true,
       caller_id: "p",
       prompt: "\u0001".repeat(200_000),
     });

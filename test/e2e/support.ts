@@ -27,6 +27,8 @@ export async function spawnDroid(caller: TestCaller, options: SpawnOptions = {})
     : { caller_id: callerId, caller_tools: tools };
   const info = await caller.ok<{ session_id: string }>("session", {
     action: "spawn",
+    project_id: await caller.projectId(),
+    new_session: true,
     ...declaration,
     ...(options.timeoutSeconds === undefined ? {} : { caller_timeout_seconds: options.timeoutSeconds }),
   });

@@ -31,6 +31,7 @@ export class TestCaller {
   readonly loggers: string[] = [];
   #waiters = new Set<Waiter>();
   #onRequest: ((request: CallerToolRequest) => Answer | Promise<Answer>) | null = null;
+  #project: Promise<string> | null = null;
 
   private constructor(
     readonly client: Client,
@@ -62,6 +63,15 @@ export class TestCaller {
     });
     await client.connect(transport);
     return caller;
+  }
+
+  /** A project this caller's sessions run in, created on first use (sessions need one). */
+  projectId(): Promise<string> {
+    this.#project ??= this.ok<{ project_id: string }>("project", {
+      action: "create",
+      name: `test-${crypto.randomUUID().slice(0, 12)}`,
+    }).then((p) => p.project_id);
+    return this.#project;
   }
 
   /** Answers every caller tool request with `handler`'s answer. */

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { can, resourceOf, visibleProjects } from "../../worker/src/auth/access.js";
 import { digestsEqual, randomHex, sha256Hex } from "../../worker/src/auth/digest.js";
-import { type Access, isAllowed, ScopeSchema, type Target } from "../../worker/src/auth/scopes.js";
+import { type Access, type Scope, ScopeSchema, type Target } from "../../worker/src/auth/scopes.js";
+
+/** The old shape of the check, over `can`: scopes, access, target, project (undefined: unresolved). */
+function isAllowed(scopes: readonly Scope[], access: Access, target: Target, projectId?: string): boolean {
+  return can({ tokenId: "t", scopes }, access, resourceOf(target, projectId ?? null));
+}
 
 describe("ScopeSchema", () => {
   it.each(["admin", "admin:ro", "project:alpha", "project:alpha_1-b:ro"])("accepts %s", (scope) => {
@@ -15,7 +21,17 @@ describe("ScopeSchema", () => {
   );
 });
 
-describe("isAllowed", () => {
+describe("visibleProjects", () => {
+  it("is every project for admin scopes and only their own for project scopes", () => {
+    expect(visibleProjects({ tokenId: "t", scopes: ["admin:ro"] })).toBeNull();
+    expect([...(visibleProjects({ tokenId: "t", scopes: ["project:a", "project:b:ro"] }) ?? [])]).toEqual([
+      "a",
+      "b",
+    ]);
+  });
+});
+
+describe("can", () => {
   type Row = [scope: string, access: Access, target: Target, project: string | undefined, allowed: boolean];
   const rows: Row[] = [
     ["admin", "admin", "global", undefined, true],

@@ -37,7 +37,11 @@ describe("authenticate", () => {
       tokenId: "admin",
       scopes: ["admin"],
     });
-    await expect(authenticate(env, HOST_TOKEN)).resolves.toEqual({ kind: "host", tokenId: "host" });
+    await expect(authenticate(env, HOST_TOKEN)).resolves.toEqual({
+      kind: "host",
+      tokenId: "host",
+      hostId: null,
+    });
     await expect(authenticate(env, OTHER_TOKEN)).resolves.toMatchObject({
       tokenId: "other",
       scopes: ["admin"],

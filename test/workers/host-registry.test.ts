@@ -10,6 +10,7 @@ import { disconnectAll, FakeHost, registryStub, SessionTunnel, uniqueHostId } fr
 import { upgrade } from "./support/frame-socket.js";
 import { callTool, initialize } from "./support/mcp.js";
 import { until } from "./support/poll.js";
+import { createProject } from "./support/projects.js";
 import { placementsOn } from "./support/registry.js";
 import { errorOf } from "./support/rpc-socket.js";
 import { events, newSessionId, sessionStub, spawn } from "./support/session.js";
@@ -40,7 +41,11 @@ async function placedOn(): Promise<string | null> {
 
 /** `session spawn` through MCP, for the error the caller sees. */
 async function spawnOverMcp() {
-  return callTool(await initialize(), "session", { action: "spawn", prompt: "hi" });
+  return callTool(await initialize(), "session", {
+    action: "spawn",
+    project_id: await createProject(),
+    prompt: "hi",
+  });
 }
 
 describe("placement", () => {
@@ -153,6 +158,7 @@ describe("a host that refuses session_start", () => {
     const created = await sessionStub(sessionId).create({
       sessionId,
       projectId: "default",
+      workspaceId: "default",
       owner: ADMIN,
       caller: null,
       callerTimeoutMs: 60_000,
@@ -181,6 +187,7 @@ describe("a host that refuses session_start", () => {
     const created = sessionStub(sessionId).create({
       sessionId,
       projectId: "default",
+      workspaceId: "default",
       owner: ADMIN,
       caller: null,
       callerTimeoutMs: 60_000,
@@ -225,7 +232,7 @@ describe("stopping", () => {
   it("ends the session through the MCP tool and closes its tunnel", async () => {
     const host = await FakeHost.connect(uniqueHostId("mcp-stop"));
     const mcp = await initialize();
-    const spawned = await callTool(mcp, "session", { action: "spawn" });
+    const spawned = await callTool(mcp, "session", { action: "spawn", project_id: await createProject() });
     const sessionId = String(spawned.structuredContent?.session_id);
     const tunnel = await SessionTunnel.open(sessionId);
     await tunnel.hello(host.hostId);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { McpErrorCode } from "../../worker/src/mcp/json-rpc.js";
 import { callTool, initialize, rpc } from "./support/mcp.js";
+import { createProject } from "./support/projects.js";
 import { newSessionId } from "./support/session.js";
 import { READER_TOKEN } from "./support/tokens.js";
 
@@ -28,7 +29,7 @@ describe("tools/list", () => {
     expect(sessionTool?.inputSchema.type).toBe("object");
     expect(sessionTool?.inputSchema.properties.action).toMatchObject({
       type: "string",
-      enum: ["spawn", "message", "get", "events", "end"],
+      enum: ["spawn", "message", "get", "list", "events", "end", "cleanup"],
     });
     expect(sessionTool?.inputSchema.required).toEqual(["action"]);
     expect(Object.keys(sessionTool?.inputSchema.properties ?? {})).toEqual(
@@ -82,7 +83,12 @@ describe("tools/call errors", () => {
 
   it("refuses a write action to a read-only token", async () => {
     const session = await initialize(READER_TOKEN);
-    const result = await callTool(session, "session", { action: "spawn", prompt: "hi" }, READER_TOKEN);
+    const result = await callTool(
+      session,
+      "session",
+      { action: "spawn", project_id: await createProject(), prompt: "hi" },
+      READER_TOKEN,
+    );
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ error: { code: "forbidden" } });
   });

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { Limits } from "../../protocol/limits.js";
 import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
+import { createProject } from "./support/projects.js";
 import { SseReader } from "./support/sse.js";
 import { OTHER_TOKEN } from "./support/tokens.js";
 
@@ -38,6 +39,7 @@ async function relay() {
   readers.push(stream);
   const spawned = await callTool(mcp, "session", {
     action: "spawn",
+    project_id: await createProject(),
     prompt: "use my tool",
     caller_id: "ant",
     caller_tools: [{ name: "send_response", description: "Reply to the user" }],
@@ -120,7 +122,11 @@ describe("the caller tool relay over MCP", () => {
     const a = await relay();
     a.tunnel.call("call-a");
     const { request_id } = await nextRequest(a.stream);
-    const b = await callTool(a.mcp, "session", { action: "spawn", caller_id: "ant" });
+    const b = await callTool(a.mcp, "session", {
+      action: "spawn",
+      project_id: await createProject(),
+      caller_id: "ant",
+    });
     const otherSession = z.string().parse(b.structuredContent?.session_id);
     const crossed = await callTool(a.mcp, "caller_tool_response", {
       session_id: otherSession,

@@ -4,7 +4,7 @@ import { config } from "../../worker/src/env.js";
 import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize } from "./support/mcp.js";
 import { ANT, hostedSession, liveSession, sessionStub, spawn } from "./support/session.js";
-import { ADMIN, OTHER } from "./support/tokens.js";
+import { ADMIN, OTHER, READER } from "./support/tokens.js";
 
 afterEach(disconnectAll);
 
@@ -34,10 +34,20 @@ describe("messages for the droid", () => {
     expect(again.messages()).toHaveLength(1);
   });
 
-  it("refuses messages from a token that does not own the session", async () => {
+  it("takes messages from another writer of the project, but only the owner declares caller tools", async () => {
     const s = await hostedSession();
     const res = await s.stub.sendMessage({ principal: OTHER, message: "hi", caller: null, via: null });
-    expect(res).toMatchObject({ ok: false, error: { code: "not_owner" } });
+    expect(res).toMatchObject({ ok: true, value: { message_seq: 1 } });
+    const declared = await s.stub.sendMessage({ principal: OTHER, message: null, caller: ANT, via: null });
+    expect(declared).toMatchObject({ ok: false, error: { code: "not_owner" } });
+  });
+
+  it("refuses messages from a read-only token and from a token of another project", async () => {
+    const s = await hostedSession();
+    for (const principal of [READER, { kind: "caller" as const, tokenId: "b", scopes: ["project:other"] }]) {
+      const res = await s.stub.sendMessage({ principal, message: "hi", caller: null, via: null });
+      expect(res).toMatchObject({ ok: false, error: { code: "forbidden" } });
+    }
   });
 
   it("refuses messages once the session has ended", async () => {

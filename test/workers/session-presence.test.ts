@@ -5,6 +5,7 @@ import { freezeClock } from "./support/clock.js";
 import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
 import { until } from "./support/poll.js";
+import { createProject } from "./support/projects.js";
 import { hostedSession, liveSession, sessionStub } from "./support/session.js";
 import { ADMIN, GRACE_MS } from "./support/tokens.js";
 
@@ -93,6 +94,7 @@ describe("the real MCP path", () => {
     const mcp = await initialize();
     const spawned = await callTool(mcp, "session", {
       action: "spawn",
+      project_id: await createProject(),
       caller_id: "ant",
       caller_tools: [{ name: "send_response", inputSchema: { type: "object" } }],
     });

@@ -42,7 +42,7 @@ describe("the WebSocket subscriber", () => {
     expect(await s.owner.next("caller_tool_request")).toMatchObject({ tool: "send_response" });
   });
 
-  it("refuses an answer from a reader that does not own the session", async () => {
+  it("refuses an answer from a read-only token (it may not write to the session's project)", async () => {
     const s = await liveSession();
     const reader = await subscribe(s.sessionId, READER_TOKEN);
     s.tunnel.call("call-1");
@@ -51,7 +51,7 @@ describe("the WebSocket subscriber", () => {
     expect(await reader.next("caller_tool_response_result")).toMatchObject({
       request_id,
       ok: false,
-      error: { code: "not_owner" },
+      error: { code: "forbidden" },
     });
     await s.tunnel.barrier();
     expect(s.tunnel.answers("call-1")).toEqual([]);

@@ -3,11 +3,13 @@
  * declarations whose inputSchema is not a JSON Schema, input over the size budget
  * (protocol/limits.ts, counted in encoded bytes) and JSON nested past the depth limit.
  */
+
 import { afterEach, describe, expect, it } from "vitest";
 import { Limits } from "../../protocol/limits.js";
 import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 import { disconnectAll } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch, rpc, rpcBody } from "./support/mcp.js";
+import { createProject } from "./support/projects.js";
 import { hostedSession } from "./support/session.js";
 import { ADMIN } from "./support/tokens.js";
 
@@ -20,6 +22,7 @@ describe("caller tool inputSchema", () => {
     const mcp = await initialize();
     const result = await callTool(mcp, "session", {
       action: "spawn",
+      project_id: await createProject(),
       caller_id: "ant",
       caller_tools: [{ name: "fine" }, { name: "broken", inputSchema: BROKEN_SCHEMA }],
     });
@@ -82,7 +85,12 @@ describe("the size budget", () => {
       name: `tool_${i}`,
       description: "d".repeat(8000),
     }));
-    const result = await callTool(mcp, "session", { action: "spawn", caller_id: "ant", caller_tools: tools });
+    const result = await callTool(mcp, "session", {
+      action: "spawn",
+      project_id: await createProject(),
+      caller_id: "ant",
+      caller_tools: tools,
+    });
     expect(result).toMatchObject({ isError: true, structuredContent: { error: { code: "too_large" } } });
     expect(result.content[0]?.text).toContain(String(Limits.declarationBytes));
   });
@@ -90,7 +98,11 @@ describe("the size budget", () => {
   it("counts a prompt's escapes: 200,000 x U+0001 is 1.2 MB encoded, over the 256 KiB message budget", async () => {
     const mcp = await initialize();
     const prompt = "\u0001".repeat(200_000);
-    const result = await callTool(mcp, "session", { action: "spawn", prompt });
+    const result = await callTool(mcp, "session", {
+      action: "spawn",
+      project_id: await createProject(),
+      prompt,
+    });
     expect(result).toMatchObject({ isError: true, structuredContent: { error: { code: "too_large" } } });
     const text = result.content[0]?.text ?? "";
     expect(text).toContain("1200002 bytes");

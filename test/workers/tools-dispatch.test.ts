@@ -14,19 +14,22 @@ const widget = defineActionTool({
   name: "widget",
   title: "Widgets",
   description: "Test widgets.",
-  target: "project",
   actions: {
     get: action({
       description: "Read one.",
       access: "read",
+      target: "project",
       timing: "sync",
+      example: { project_id: "alpha", id: 1 },
       input: z.object({ project_id: ProjectId, id: z.number().int() }),
       handler: async (args) => ({ id: args.id, project: args.project_id }),
     }),
     make: action({
       description: "Make one.",
       access: "write",
+      target: "project",
       timing: "sync",
+      example: { project_id: "alpha", name: "w" },
       input: z.object({ project_id: ProjectId, name: z.string().min(1) }),
       handler: async (args) => {
         if (args.name === "taken") throw new AppError("conflict", "widget taken exists");
@@ -37,7 +40,9 @@ const widget = defineActionTool({
     move: action({
       description: "Move one to another project.",
       access: "write",
+      target: "project",
       timing: "sync",
+      example: { project_id: "alpha", to: "beta" },
       input: z.object({ project_id: ProjectId, to: ProjectId }),
       handler: async (args, ctx) => {
         ctx.authorizeProject(args.to);
@@ -52,10 +57,11 @@ const kick = defineTool({
   name: "kick",
   title: "Kick",
   description: "Starts background work.",
-  target: "global",
   action: {
     description: "Kick.",
     access: "write",
+    target: "global",
+    example: {},
     timing: "fire_and_forget",
     input: z.object({}),
     handler: background,
@@ -145,9 +151,10 @@ describe("callTool", () => {
     const { run, waitUntil } = call(caller("admin"));
     const got = await run("kick", {});
     expect(got.structuredContent).toEqual({ status: "accepted" });
-    expect(waitUntil).toHaveBeenCalledTimes(1);
+    // The work, and then (a write being audited) the audit entry it leaves.
     await waitUntil.mock.calls[0]?.[0];
     expect(background).toHaveBeenCalledTimes(1);
+    expect(waitUntil).toHaveBeenCalledTimes(2);
   });
 
   it("refuses a standalone tool's unknown arguments", async () => {

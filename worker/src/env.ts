@@ -1,13 +1,21 @@
 import { z } from "zod";
+import type { AuditLogDurableObject } from "./audit/audit-log-do.js";
 import type { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
 import type { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
+import type { ProjectDirectoryDurableObject } from "./projects/project-directory-do.js";
+import type { ProjectDurableObject } from "./projects/project-do.js";
 import type { SessionDurableObject } from "./session/session-do.js";
+import type { TokenDirectoryDurableObject } from "./tokens/token-directory-do.js";
 
 /** Bindings and configuration of the Worker (wrangler.toml `[vars]`, secrets, `.dev.vars`). */
 export interface Env {
   SESSIONS: DurableObjectNamespace<SessionDurableObject>;
   MCP_SESSIONS: DurableObjectNamespace<McpSessionDurableObject>;
   HOSTS: DurableObjectNamespace<HostRegistryDurableObject>;
+  PROJECTS: DurableObjectNamespace<ProjectDurableObject>;
+  PROJECT_DIRECTORY: DurableObjectNamespace<ProjectDirectoryDurableObject>;
+  TOKENS: DurableObjectNamespace<TokenDirectoryDurableObject>;
+  AUDIT: DurableObjectNamespace<AuditLogDurableObject>;
   /** Admin caller token (secret). Or give OUBLIETTE_ADMIN_TOKEN_SHA256 to keep only its hash. */
   OUBLIETTE_ADMIN_TOKEN?: string;
   OUBLIETTE_ADMIN_TOKEN_SHA256?: string;

@@ -1,9 +1,13 @@
 import { app } from "./app.js";
 import type { Env } from "./env.js";
 
+export { AuditLogDurableObject } from "./audit/audit-log-do.js";
 export { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
 export { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
+export { ProjectDirectoryDurableObject } from "./projects/project-directory-do.js";
+export { ProjectDurableObject } from "./projects/project-do.js";
 export { SessionDurableObject } from "./session/session-do.js";
+export { TokenDirectoryDurableObject } from "./tokens/token-directory-do.js";
 
 export default {
   fetch: app.fetch,

@@ -27,6 +27,7 @@ export interface SpawnOptions {
   callerTimeoutMs?: number;
   prompt?: string | null;
   via?: Via | null;
+  projectId?: string;
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -35,7 +36,8 @@ export async function spawn(options: SpawnOptions = {}) {
   const stub = sessionStub(sessionId);
   const created = await stub.create({
     sessionId,
-    projectId: "default",
+    projectId: options.projectId ?? "default",
+    workspaceId: "default",
     owner: options.owner ?? ADMIN,
     caller: options.caller === undefined ? ANT : options.caller,
     callerTimeoutMs: options.callerTimeoutMs ?? 60_000,

@@ -1,11 +1,8 @@
 import { z } from "zod";
 import { parseJson } from "../../../protocol/json.js";
-import { CallerPrincipalSchema, type Principal } from "./tokens.js";
+import { CallerPrincipalSchema, HostPrincipalSchema, type Principal } from "./tokens.js";
 
-const PrincipalSchema = z.union([
-  CallerPrincipalSchema,
-  z.object({ kind: z.literal("host"), tokenId: z.string() }),
-]);
+const PrincipalSchema = z.union([CallerPrincipalSchema, HostPrincipalSchema]);
 
 /**
  * The Worker authenticates every request, then forwards it to a Durable Object with the principal

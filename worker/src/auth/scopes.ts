@@ -1,9 +1,8 @@
 import { z } from "zod";
 
 /**
- * Token scopes: `admin`, `admin:ro`, `project:<id>`, `project:<id>:ro`. Tools declare an access
- * level (read/write/admin) and a target (global/project); `isAllowed` is the one permission
- * check every path (MCP, container socket) goes through.
+ * Token scopes: `admin`, `admin:ro`, `project:<id>`, `project:<id>:ro`. What each allows is
+ * decided in one place, `access.ts`.
  */
 export const ScopeSchema = z
   .string()
@@ -13,37 +12,24 @@ export const ScopeSchema = z
   );
 export type Scope = z.infer<typeof ScopeSchema>;
 
+/** What a tool action does: reads, writes, or administers (tokens, hosts, audit). */
 export type Access = "read" | "write" | "admin";
+/** What it acts on: the whole installation (global) or one project. */
 export type Target = "global" | "project";
 
-interface ParsedScope {
+export interface ParsedScope {
+  /** null for admin scopes. */
   project: string | null;
   readOnly: boolean;
 }
 
-function parseScope(scope: Scope): ParsedScope {
+export function parseScope(scope: Scope): ParsedScope {
   const readOnly = scope.endsWith(":ro");
   const body = readOnly ? scope.slice(0, -3) : scope;
   return { project: body === "admin" ? null : body.slice("project:".length), readOnly };
 }
 
-/**
- * Whether any of `scopes` allows `access` to a tool with `target`. For project tools,
- * `projectId` is the project the call touches (unknown until resolved: `undefined` checks only
- * that some scope could allow it).
- */
-export function isAllowed(
-  scopes: readonly Scope[],
-  access: Access,
-  target: Target,
-  projectId?: string,
-): boolean {
-  return scopes.some((raw) => {
-    const scope = parseScope(raw);
-    if (scope.readOnly && access !== "read") return false;
-    if (scope.project === null) return true;
-    if (access === "admin") return false;
-    if (target === "global") return access === "read";
-    return projectId === undefined || projectId === scope.project;
-  });
+/** The project a scope is limited to, or null for admin scopes. */
+export function scopeProject(scope: Scope): string | null {
+  return parseScope(scope).project;
 }

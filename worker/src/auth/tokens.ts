@@ -1,18 +1,27 @@
 import { z } from "zod";
 import type { Env } from "../env.js";
 import { AppError } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import type { TokenMatch } from "../tokens/token-directory-do.js";
 import { digestsEqual, sha256Hex } from "./digest.js";
 import { type Scope, ScopeSchema } from "./scopes.js";
 
-/** Who made a request: a caller token (with scopes) or a host-agent token. */
+/**
+ * Who made a request: a caller token (with scopes) or a host-agent token. `issued` tokens come
+ * from the token directory and can be revoked or expire; the configured bootstrap tokens cannot.
+ */
 export interface CallerPrincipal {
   kind: "caller";
   tokenId: string;
   scopes: Scope[];
+  issued?: boolean;
 }
 export interface HostPrincipal {
   kind: "host";
   tokenId: string;
+  /** The host an issued host token is bound to; null for the configured token (any host id). */
+  hostId: string | null;
+  issued?: boolean;
 }
 export type Principal = CallerPrincipal | HostPrincipal;
 
@@ -20,6 +29,13 @@ export const CallerPrincipalSchema = z.object({
   kind: z.literal("caller"),
   tokenId: z.string(),
   scopes: z.array(ScopeSchema),
+  issued: z.boolean().optional(),
+});
+export const HostPrincipalSchema = z.object({
+  kind: z.literal("host"),
+  tokenId: z.string(),
+  hostId: z.string().nullable(),
+  issued: z.boolean().optional(),
 });
 
 interface TokenRecord {
@@ -28,6 +44,9 @@ interface TokenRecord {
   sha256: string;
   scopes: Scope[];
 }
+
+/** What every issued token looks like: `oub_` and 64 hex digits. */
+export const TOKEN_SHAPE = /^oub_[0-9a-f]{64}$/;
 
 const Sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "must be a lowercase hex SHA-256");
 
@@ -106,14 +125,83 @@ export function bearerToken(header: string | null | undefined): string | null {
   return match?.[1] ?? null;
 }
 
-/** Resolves a presented token to a principal; every record is compared, in constant time each. */
+/** How long an isolate trusts what it learned about a token: a revocation takes effect within this. */
+export const TOKEN_CACHE_MS = 2_000;
+const CACHE_LIMIT = 5_000;
+
+interface Cached<T> {
+  value: T;
+  until: number;
+}
+
+/** A small TTL cache, bounded (the oldest entry goes first). */
+class TtlCache<T> {
+  readonly #entries = new Map<string, Cached<T>>();
+
+  get(key: string, now: number): T | undefined {
+    const hit = this.#entries.get(key);
+    if (!hit) return undefined;
+    if (hit.until > now) return hit.value;
+    this.#entries.delete(key);
+    return undefined;
+  }
+
+  set(key: string, value: T, now: number): void {
+    if (this.#entries.size >= CACHE_LIMIT) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+    this.#entries.set(key, { value, until: now + TOKEN_CACHE_MS });
+  }
+}
+
+const issuedByHash = new TtlCache<TokenMatch | null>();
+const statusById = new TtlCache<boolean>();
+
+function principalOfMatch(match: TokenMatch, now: number): Principal | null {
+  if (match.status !== "active") return null;
+  if (match.expiresAt !== null && match.expiresAt <= now) return null;
+  return match.kind === "host"
+    ? { kind: "host", tokenId: match.tokenId, hostId: match.hostId, issued: true }
+    : { kind: "caller", tokenId: match.tokenId, scopes: match.scopes, issued: true };
+}
+
+/**
+ * Resolves a presented token to a principal: first the configured tokens (every one compared, in
+ * constant time), then the token directory by the token's hash (cached for TOKEN_CACHE_MS).
+ */
 export async function authenticate(env: Env, token: string | null): Promise<Principal | null> {
   if (!token || token.length > 512) return null;
   const [records, presented] = await Promise.all([tokensFor(env), sha256Hex(token)]);
   let found: TokenRecord | null = null;
   for (const record of records) if (digestsEqual(record.sha256, presented)) found = record;
-  if (!found) return null;
-  return found.kind === "host"
-    ? { kind: "host", tokenId: found.id }
-    : { kind: "caller", tokenId: found.id, scopes: found.scopes };
+  if (found) {
+    return found.kind === "host"
+      ? { kind: "host", tokenId: found.id, hostId: null }
+      : { kind: "caller", tokenId: found.id, scopes: found.scopes };
+  }
+  if (!TOKEN_SHAPE.test(token)) return null;
+  const now = Date.now();
+  let match = issuedByHash.get(presented, now);
+  if (match === undefined) {
+    match = await objects.tokens(env).lookup(presented);
+    issuedByHash.set(presented, match, now);
+  }
+  return match === null ? null : principalOfMatch(match, now);
+}
+
+/**
+ * Whether a principal's token still works (for long-lived streams and sockets, which check it
+ * every few seconds). Configured tokens always do; issued ones are asked of the directory, cached
+ * for TOKEN_CACHE_MS.
+ */
+export async function stillValid(env: Env, principal: Principal): Promise<boolean> {
+  if (!principal.issued) return true;
+  const now = Date.now();
+  let active = statusById.get(principal.tokenId, now);
+  if (active === undefined) {
+    active = (await objects.tokens(env).status(principal.tokenId)) === "active";
+    statusById.set(principal.tokenId, active, now);
+  }
+  return active;
 }

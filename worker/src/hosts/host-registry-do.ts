@@ -18,12 +18,26 @@ import { principalOf } from "../auth/principal-header.js";
 import { config, type Env } from "../env.js";
 import { type ErrorCode, fail, ok, type Result } from "../errors.js";
 import { createLog, errorMessage } from "../log.js";
+import { objects } from "../objects/keys.js";
 import { MethodTable } from "../rpc/method-table.js";
 import { requireTunnelVersion } from "../rpc/tunnel-version.js";
 import { HostStore } from "./host-store.js";
 
+/** A host as `host list` shows it. */
+export interface HostListing {
+  host_id: string;
+  connected: boolean;
+  runtime: RuntimeKind | null;
+  sessions: number;
+  max_sessions: number | null;
+  draining: boolean;
+  missing_since: string | null;
+}
+
 interface HostAttachment {
   hostId: string;
+  /** The token the host connected with (for the audit log). */
+  tokenId?: string;
   runtime: RuntimeKind | null;
   maxSessions: number;
   ready: boolean;
@@ -75,12 +89,22 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     }
     const hostId = new URL(request.url).searchParams.get("host_id") ?? "";
     if (!/^[A-Za-z0-9_.-]{1,128}$/.test(hostId)) return new Response("host_id is required", { status: 400 });
+    if (principal.hostId !== null && principal.hostId !== hostId) {
+      this.#log.warn("refused a host token used for another host", {
+        host: hostId,
+        token: principal.tokenId,
+      });
+      return new Response(`this host token belongs to host ${principal.hostId}, not ${hostId}`, {
+        status: 403,
+      });
+    }
     for (const old of this.ctx.getWebSockets(hostTag(hostId)))
       old.close(4000, "replaced by a newer connection");
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [hostTag(hostId)]);
     server.serializeAttachment({
       hostId,
+      tokenId: principal.tokenId,
       runtime: null,
       maxSessions: 0,
       ready: false,
@@ -106,8 +130,15 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
         this.#ensureAlarm();
         return ok({ hostId: best.attachment.hostId, runtime: best.attachment.runtime });
       }
+      const open = hosts.filter((h) => this.#store.drainedSince(h.attachment.hostId) === null);
+      if (hosts.length > 0 && open.length === 0) {
+        return fail(
+          "host_full",
+          `every connected host is draining (${hosts.map((h) => h.attachment.hostId).join(", ")}); undrain one or add a host`,
+        );
+      }
       if (hosts.length > 0) {
-        const full = hosts.map(
+        const full = open.map(
           (h) =>
             `${h.attachment.hostId} runs ${this.#store.load(h.attachment.hostId)} of ${h.attachment.maxSessions}`,
         );
@@ -159,6 +190,75 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       session_id: input.sessionId,
       reason: input.reason,
     });
+  }
+
+  // ------------------------------------------------------------------ RPC from tools (operators)
+
+  /** Connected and known hosts: runtime, load, capacity, drain state. */
+  async list(): Promise<HostListing[]> {
+    const connected = this.#connectedHosts();
+    const listings = new Map<string, HostListing>();
+    for (const host of connected) {
+      const { hostId, runtime, maxSessions } = host.attachment;
+      const drained = this.#store.drainedSince(hostId);
+      listings.set(hostId, {
+        host_id: hostId,
+        connected: true,
+        runtime,
+        sessions: this.#store.load(hostId),
+        max_sessions: maxSessions,
+        draining: drained !== null,
+        missing_since: null,
+      });
+    }
+    for (const { hostId, missingSince } of this.#store.missingHosts()) {
+      if (listings.has(hostId)) continue;
+      listings.set(hostId, {
+        host_id: hostId,
+        connected: false,
+        runtime: null,
+        sessions: this.#store.load(hostId),
+        max_sessions: null,
+        draining: this.#store.drainedSince(hostId) !== null,
+        missing_since: new Date(missingSince).toISOString(),
+      });
+    }
+    return [...listings.values()].sort((a, b) => a.host_id.localeCompare(b.host_id));
+  }
+
+  /** Drains a host (no new placements; its sessions finish) or takes it back into service. */
+  async drain(input: { hostId: string; drained: boolean }): Promise<HostListing | null> {
+    this.#store.setDrained(input.hostId, input.drained, Date.now());
+    this.#log.info(input.drained ? "host drained" : "host back in service", { host: input.hostId });
+    return (await this.list()).find((h) => h.host_id === input.hostId) ?? null;
+  }
+
+  /**
+   * Cuts a host off (its token was revoked): its host channel and session tunnels close; it is
+   * missing from now on, so its sessions end after the grace period unless it comes back with a
+   * new token.
+   */
+  async disconnectHost(input: { hostId: string; reason: string }): Promise<void> {
+    for (const ws of this.ctx.getWebSockets(hostTag(input.hostId))) {
+      try {
+        ws.close(4001, input.reason);
+      } catch {
+        // already closing
+      }
+    }
+    const sessions = this.#store.sessionsOn(input.hostId);
+    await Promise.all(
+      sessions.map((id) =>
+        objects
+          .session(this.env, id)
+          .dropTunnel(input.reason)
+          .catch(() => {}),
+      ),
+    );
+    if (sessions.length > 0) {
+      this.#store.hostMissing(input.hostId, Date.now());
+      this.#ensureAlarm();
+    }
   }
 
   // ------------------------------------------------------------------ host channel
@@ -286,6 +386,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       ready: true,
     } satisfies HostAttachment);
     this.#store.hostBack(a.hostId);
+    this.#audit(a, "host.register", "ok");
     this.#log.info("host ready", {
       host: a.hostId,
       runtime: params.runtime,
@@ -331,7 +432,8 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     for (const sessionId of sessionIds) this.#store.release(sessionId);
     await Promise.all(
       sessionIds.map((sessionId) =>
-        this.env.SESSIONS.get(this.env.SESSIONS.idFromName(sessionId))
+        objects
+          .session(this.env, sessionId)
           .hostLost(reason)
           .catch((err: unknown) =>
             this.#log.error("could not end a session of a lost host", {
@@ -341,6 +443,16 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
           ),
       ),
     );
+  }
+
+  #audit(a: HostAttachment, action: string, outcome: string): void {
+    const entry = { at: Date.now(), token_id: a.tokenId ?? "unknown", action, target: a.hostId, outcome };
+    objects
+      .audit(this.env)
+      .record(entry)
+      .catch((err: unknown) =>
+        this.#log.error("could not write the audit log", { ...entry, error: errorMessage(err) }),
+      );
   }
 
   /** Keeps an alarm set while there is anything to watch: missing hosts, or placements at all. */
@@ -375,6 +487,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
   #leastLoaded(hosts: ConnectedHost[]): ConnectedHost | null {
     let best: { host: ConnectedHost; load: number } | null = null;
     for (const host of hosts) {
+      if (this.#store.drainedSince(host.attachment.hostId) !== null) continue;
       const load = this.#store.load(host.attachment.hostId);
       if (load >= host.attachment.maxSessions) continue;
       if (!best || load < best.load) best = { host, load };

@@ -6,6 +6,7 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS placements (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS placements_host ON placements (host_id);
 CREATE TABLE IF NOT EXISTS missing_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS drained_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 `;
 
 export class HostStore {
@@ -86,6 +87,18 @@ export class HostStore {
 
   forgetHost(hostId: string): void {
     this.hostBack(hostId);
+  }
+
+  /** Drained hosts get no new placements; their running sessions finish. */
+  setDrained(hostId: string, drained: boolean, now: number): void {
+    if (drained)
+      this.#sql.exec("INSERT OR IGNORE INTO drained_hosts (host_id, since) VALUES (?, ?)", hostId, now);
+    else this.#sql.exec("DELETE FROM drained_hosts WHERE host_id = ?", hostId);
+  }
+
+  drainedSince(hostId: string): number | null {
+    const row = this.#sql.exec("SELECT since FROM drained_hosts WHERE host_id = ?", hostId).toArray()[0];
+    return row ? Number(row.since) : null;
   }
 
   missingHosts(): { hostId: string; missingSince: number }[] {

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { forward } from "../auth/principal-header.js";
 import { McpErrorCode, rpcErrorResponse, toResponse } from "../mcp/json-rpc.js";
+import { objects } from "../objects/keys.js";
 import { type AppBindings, requireCaller } from "./auth-middleware.js";
 import { mcpCors } from "./cors.js";
 import { checkOrigin } from "./origin.js";
@@ -39,7 +40,7 @@ mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
     return rpcErrorResponse(404, McpErrorCode.sessionNotFound, "Session not found");
   }
   const sessionId = presented ?? crypto.randomUUID();
-  const stub = c.env.MCP_SESSIONS.get(c.env.MCP_SESSIONS.idFromName(sessionId));
+  const stub = objects.mcpSession(c.env, sessionId);
   const principal = c.var.caller;
   const protocolVersion = c.req.header("mcp-protocol-version") ?? null;
   switch (c.req.method) {

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { SESSION_ID_PATTERN } from "../../../protocol/ids.js";
 import { forward } from "../auth/principal-header.js";
+import { objects } from "../objects/keys.js";
 import { type AppBindings, requireCaller, requireHost } from "./auth-middleware.js";
 import { checkOrigin } from "./origin.js";
 
@@ -17,13 +18,13 @@ sessionRoutes.use("*", checkOrigin, requireCaller);
 sessionRoutes.get("/:id/events", (c) => {
   const id = c.req.param("id");
   if (!SESSION_ID.test(id)) return notFound();
-  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(id)).fetch(forward(c.req.raw, c.var.caller, "/events"));
+  return objects.session(c.env, id).fetch(forward(c.req.raw, c.var.caller, "/events"));
 });
 
 sessionRoutes.get("/:id/ws", (c) => {
   const id = c.req.param("id");
   if (!SESSION_ID.test(id)) return notFound();
-  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(id)).fetch(forward(c.req.raw, c.var.caller, "/ws"));
+  return objects.session(c.env, id).fetch(forward(c.req.raw, c.var.caller, "/ws"));
 });
 
 /** The tunnel: WebSockets host-agents open out to the Worker. */
@@ -31,12 +32,11 @@ export const tunnelRoutes = new Hono<AppBindings>();
 tunnelRoutes.use("*", requireHost);
 
 tunnelRoutes.get("/host", (c) => {
-  const stub = c.env.HOSTS.get(c.env.HOSTS.idFromName("global"));
-  return stub.fetch(forward(c.req.raw, c.var.host, "/host"));
+  return objects.hostRegistry(c.env).fetch(forward(c.req.raw, c.var.host, "/host"));
 });
 
 tunnelRoutes.get("/sessions/:id", (c) => {
   const id = c.req.param("id");
   if (!SESSION_ID.test(id)) return notFound();
-  return c.env.SESSIONS.get(c.env.SESSIONS.idFromName(id)).fetch(forward(c.req.raw, c.var.host, "/tunnel"));
+  return objects.session(c.env, id).fetch(forward(c.req.raw, c.var.host, "/tunnel"));
 });

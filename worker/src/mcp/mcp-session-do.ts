@@ -13,8 +13,11 @@ import { parseJson } from "../../../protocol/json.js";
 import { clip } from "../../../protocol/rpc/errors.js";
 import { principalOf } from "../auth/principal-header.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
+import { stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { createLog, errorMessage, type Log } from "../log.js";
+import { objects } from "../objects/keys.js";
+import { TOKEN_RECHECK_MS } from "../session/subscriber-sockets.js";
 import type { PresenceChange } from "../session/types.js";
 import { SSE_HEADERS, SseStream } from "../streams/sse.js";
 import {
@@ -270,6 +273,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       return next;
     });
     stream.keepAlive(config(this.env).keepAliveMs);
+    if (principal.issued) stream.watch(() => stillValid(this.env, principal), TOKEN_RECHECK_MS);
     this.#tellSessions("live");
     return new Response(stream.readable, { headers: { ...SSE_HEADERS, "mcp-session-id": meta.sessionId } });
   }
@@ -322,10 +326,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
 
   async #tell(mcpSessionId: string, sessionId: string, change: PresenceChange): Promise<void> {
     try {
-      await this.env.SESSIONS.get(this.env.SESSIONS.idFromName(sessionId)).presenceChanged(
-        mcpSessionId,
-        change,
-      );
+      await objects.session(this.env, sessionId).presenceChanged(mcpSessionId, change);
     } catch (err) {
       this.#log.warn("presence update failed", { session: sessionId, change, error: errorMessage(err) });
     }

@@ -1,6 +1,7 @@
 import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
 import type { JsonObject } from "../../../protocol/json.js";
 import { checkSize } from "../../../protocol/limits.js";
+import { project, requireAccess } from "../auth/access.js";
 import { AppError } from "../errors.js";
 import type { Log } from "../log.js";
 import type { EventLog } from "./event-log.js";
@@ -80,6 +81,12 @@ export class CallerCalls {
   /** A caller's answer: only the owner may answer, each request once, and only while the droid waits. */
   respond(input: RespondInput): { request_id: string; status: "delivered" } {
     const record = this.#d.record();
+    requireAccess(
+      input.principal,
+      "write",
+      project(record.projectId),
+      `answer requests of session ${record.sessionId}`,
+    );
     if (input.principal.tokenId !== record.ownerTokenId) {
       this.#d.log.warn("caller_tool_response from a token that does not own the session", {
         token: input.principal.tokenId,

@@ -35,6 +35,8 @@ interface HostAttachment {
   hostId: string | null;
   /** Set once the host's hello was accepted; nothing else is served before. */
   ready: boolean;
+  /** The host an issued host token is bound to (null: the configured token, any host). */
+  boundHost?: string | null;
 }
 
 function attachment(ws: WebSocket): HostAttachment | null {
@@ -104,7 +106,12 @@ export class HostTunnel {
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.#state.acceptWebSocket(server, ["host"]);
-    server.serializeAttachment({ role: "host", hostId: null, ready: false } satisfies HostAttachment);
+    server.serializeAttachment({
+      role: "host",
+      hostId: null,
+      ready: false,
+      boundHost: principal.hostId,
+    } satisfies HostAttachment);
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -209,6 +216,14 @@ export class HostTunnel {
         reason: "session_ended",
       });
     }
+    const bound = attachment(ws)?.boundHost ?? null;
+    if (bound !== null && bound !== params.host_id) {
+      setTimeout(() => ws.close(4003, "token bound to another host"), 0);
+      throw new RpcError(
+        RpcErrorCode.Unauthenticated,
+        `this host token belongs to host ${bound}, not ${params.host_id}`,
+      );
+    }
     const placed = this.#h.placedHost();
     if (placed === null || placed !== params.host_id) {
       log.warn("refused a session tunnel from a host the session is not placed on", {
@@ -228,7 +243,12 @@ export class HostTunnel {
     for (const other of this.#state.getWebSockets("host")) {
       if (other !== ws && attachment(other)?.ready) other.close(4000, "replaced by a newer tunnel");
     }
-    ws.serializeAttachment({ role: "host", hostId: params.host_id, ready: true } satisfies HostAttachment);
+    ws.serializeAttachment({
+      role: "host",
+      hostId: params.host_id,
+      ready: true,
+      boundHost: bound,
+    } satisfies HostAttachment);
     // After the answer to hello, the host hears of every message it has not confirmed.
     setTimeout(() => {
       for (const m of this.#h.pendingMessages())

@@ -1,6 +1,7 @@
 import type { SessionEvent } from "../../../protocol/events.js";
 import type { Env } from "../env.js";
 import { errorMessage, type Log } from "../log.js";
+import { objects } from "../objects/keys.js";
 
 /**
  * Delivers a session's events to the MCP sessions subscribed to it, in order: at most one
@@ -30,7 +31,7 @@ export class McpFanout {
   async #drain(mcpSessionId: string): Promise<void> {
     this.#sending.add(mcpSessionId);
     try {
-      const stub = this.#env.MCP_SESSIONS.get(this.#env.MCP_SESSIONS.idFromName(mcpSessionId));
+      const stub = objects.mcpSession(this.#env, mcpSessionId);
       for (;;) {
         const batch = this.#queues.get(mcpSessionId);
         if (!batch || batch.length === 0) break;

@@ -1,10 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import type { CallerPrincipal } from "../auth/tokens.js";
+import { project, requireAccess } from "../auth/access.js";
+import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
-import { capture, fail, type Result } from "../errors.js";
+import { AppError, capture, fail, type Result } from "../errors.js";
 import { createLog, errorMessage, type Log } from "../log.js";
+import { objects } from "../objects/keys.js";
 import { CallerCalls } from "./caller-calls.js";
 import { EventLog } from "./event-log.js";
 import { HostTunnel } from "./host-tunnel.js";
@@ -51,7 +53,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       keepAliveMs: cfg.keepAliveMs,
       ownerOpened: () => this.#presence.plainOpened(),
       ownerClosed: () => this.#presence.plainClosed(),
-      respond: (input) => this.#calls.respond(input),
+      respond: (input) => this.#auditedAnswer(input),
+      stillValid: (principal) => stillValid(env, principal),
     });
     this.#events = new EventLog(
       this.#store,
@@ -103,6 +106,8 @@ export class SessionDurableObject extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(async () => {
       this.#alarmAt = await ctx.storage.getAlarm();
     });
+    // Subscribers of revocable tokens outlive a hibernation; watch their tokens again.
+    if (this.#record) this.#subscribers.watchTokens();
   }
 
   // ------------------------------------------------------------------ RPC from tools
@@ -112,6 +117,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#record = {
       sessionId: input.sessionId,
       projectId: input.projectId,
+      workspaceId: input.workspaceId,
       ownerTokenId: input.owner.tokenId,
       callerId: input.caller?.callerId ?? null,
       callerTools: input.caller?.tools ?? [],
@@ -151,6 +157,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     });
     if (!started.ok) return this.#failStart(started);
     if (isLive(record.status)) {
+      this.#reportStatus(null);
       this.#events.emit({
         type: "session_started",
         host_id: placed.value.hostId,
@@ -164,10 +171,12 @@ export class SessionDurableObject extends DurableObject<Env> {
     input: SendMessageInput,
   ): Promise<Result<{ session: SessionInfo; message_seq: number | null }>> {
     return capture(() => {
-      const record = this.#requireOwner(input.principal, "send messages to");
+      const record = this.#requireWriter(input.principal, "send messages to");
       if (!isLive(record.status)) throw new SessionEndedError(record);
       this.#attach(input.principal, input.via);
       if (input.caller) {
+        // Caller tool requests go to the owner, so only the owner declares the tools.
+        this.#requireOwner(input.principal, "declare caller tools for");
         record.callerId = input.caller.callerId;
         record.callerTools = input.caller.tools;
         this.#save();
@@ -209,7 +218,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   async end(principal: CallerPrincipal, reason: string): Promise<Result<SessionInfo>> {
-    const checked = await capture(() => this.#requireWriter(principal));
+    const checked = await capture(() => this.#requireWriter(principal, "end"));
     if (!checked.ok) return checked;
     await this.#finish("ended", reason);
     return { ok: true, value: this.#info() };
@@ -240,6 +249,31 @@ export class SessionDurableObject extends DurableObject<Env> {
     if (!this.#record || !isLive(this.#record.status)) return;
     this.#log.warn("host lost", { host: this.#record.hostId, reason });
     await this.#finish("lost", reason, { placementReleased: true });
+  }
+
+  /** The session's status, or null when this object holds no session. */
+  async status(): Promise<SessionStatus | null> {
+    return this.#record?.status ?? null;
+  }
+
+  /** Ends the session for the system (its project was deleted, say); no principal to check. */
+  async terminate(reason: string): Promise<void> {
+    if (!this.#record || !isLive(this.#record.status)) return;
+    await this.#finish("ended", reason);
+  }
+
+  /** The host's token was revoked: its tunnel is cut (the host-loss grace then decides the session). */
+  async dropTunnel(reason: string): Promise<void> {
+    if (!this.#record) return;
+    this.#tunnel.close(4001, reason);
+  }
+
+  /** Forgets an ended session entirely (session cleanup); a live one is left alone. */
+  async purge(): Promise<boolean> {
+    if (this.#record && isLive(this.#record.status)) return false;
+    await this.ctx.storage.deleteAll();
+    this.#record = null;
+    return true;
   }
 
   // ------------------------------------------------------------------ HTTP: tunnel and subscribers
@@ -308,7 +342,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   #registry() {
-    return this.env.HOSTS.get(this.env.HOSTS.idFromName("global"));
+    return objects.hostRegistry(this.env);
   }
 
   /** Agent events from the runner (via the host), idempotent by seq; returns the highest seq stored. */
@@ -320,8 +354,10 @@ export class SessionDurableObject extends DurableObject<Env> {
       record.storedHostEventSeq = seq;
       this.#events.emit(event);
       if (event.type !== "droid_status") continue;
-      if (event.status === "running" && record.status === "starting") record.status = "running";
-      else if (event.status === "exited")
+      if (event.status === "running" && record.status === "starting") {
+        record.status = "running";
+        this.#reportStatus(null);
+      } else if (event.status === "exited")
         ending = ["exited", `the droid exited with code ${event.exit_code ?? "unknown"}`];
       else if (event.status === "failed") ending = ["failed", event.message ?? "the droid failed"];
     }
@@ -340,6 +376,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       record.status = "failed";
       record.endedAt = new Date().toISOString();
       this.#save();
+      this.#reportStatus(result.error.message);
       this.#events.emit({ type: "session_ended", reason: result.error.message });
     }
     // A host that was placed but failed to start frees its place.
@@ -362,6 +399,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     record.status = status;
     record.endedAt = new Date().toISOString();
     this.#save();
+    this.#reportStatus(reason);
     const why = status === "lost" ? "host_lost" : "session_ended";
     this.#calls.failAll(failure(why, `session ${record.sessionId} ended: ${reason}`));
     this.#events.emit({ type: "session_ended", reason });
@@ -377,6 +415,41 @@ export class SessionDurableObject extends DurableObject<Env> {
     } catch (err) {
       this.#log.warn("could not ask the host to stop the droid", { error: errorMessage(err) });
     }
+  }
+
+  /** An answer over a plain WebSocket: a mutating call outside the tools, so audited here. */
+  #auditedAnswer(input: RespondInput): unknown {
+    const entry = {
+      at: Date.now(),
+      token_id: input.principal.tokenId,
+      action: "ws caller_tool_response",
+      target: this.#requireRecord().sessionId,
+      outcome: "ok",
+    };
+    try {
+      return this.#calls.respond(input);
+    } catch (err) {
+      entry.outcome = err instanceof AppError ? err.code : "internal";
+      throw err;
+    } finally {
+      objects
+        .audit(this.env)
+        .record(entry)
+        .catch((err: unknown) =>
+          this.#log.error("could not write the audit log", { error: errorMessage(err) }),
+        );
+    }
+  }
+
+  /** Tells the project's index the session's status (best effort: the project re-asks when it matters). */
+  #reportStatus(reason: string | null): void {
+    const record = this.#requireRecord();
+    objects
+      .project(this.env, record.projectId)
+      .sessionStatus({ sessionId: record.sessionId, status: record.status, reason })
+      .catch((err: unknown) =>
+        this.#log.warn("could not report the status to the project", { error: errorMessage(err) }),
+      );
   }
 
   #queueMessage(text: string): number {
@@ -411,6 +484,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     return {
       session_id: r.sessionId,
       project_id: r.projectId,
+      workspace_id: r.workspaceId,
       status: r.status,
       host_id: r.hostId,
       runtime: r.runtime,
@@ -425,7 +499,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   #requireOwner(principal: CallerPrincipal, what: string): SessionRecord {
-    const record = this.#requireRecord();
+    const record = this.#requireWriter(principal, what);
     if (principal.tokenId !== record.ownerTokenId) {
       this.#log.warn("refused a non-owner", { token: principal.tokenId, action: what });
       throw new NotOwnerError(record, what);
@@ -433,16 +507,20 @@ export class SessionDurableObject extends DurableObject<Env> {
     return record;
   }
 
+  /**
+   * Readers and writers: the session's project is checked against the principal's scopes on
+   * every access (a token scoped to another project, or read-only, is refused even if it owns
+   * the session).
+   */
   #requireReader(principal: CallerPrincipal): SessionRecord {
     const record = this.#requireRecord();
-    if (principal.tokenId === record.ownerTokenId) return record;
-    if (principal.scopes.some((s) => s === "admin" || s === "admin:ro")) return record;
-    throw new NotOwnerError(record, "read");
+    requireAccess(principal, "read", project(record.projectId), `read session ${record.sessionId}`);
+    return record;
   }
 
-  #requireWriter(principal: CallerPrincipal): SessionRecord {
+  #requireWriter(principal: CallerPrincipal, what: string): SessionRecord {
     const record = this.#requireRecord();
-    if (principal.tokenId === record.ownerTokenId || principal.scopes.includes("admin")) return record;
-    throw new NotOwnerError(record, "end");
+    requireAccess(principal, "write", project(record.projectId), `${what} session ${record.sessionId}`);
+    return record;
   }
 }

@@ -7,6 +7,7 @@ export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ende
 export interface SessionRecord {
   sessionId: string;
   projectId: string;
+  workspaceId: string;
   ownerTokenId: string;
   callerId: string | null;
   callerTools: CallerTool[];
@@ -29,6 +30,7 @@ export interface SessionRecord {
 export interface SessionInfo {
   session_id: string;
   project_id: string;
+  workspace_id: string;
   status: SessionStatus;
   host_id: string | null;
   runtime: string | null;

@@ -73,7 +73,11 @@ export class SessionStore {
 
   loadRecord(): SessionRecord | null {
     const row = this.#sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
-    return row ? (JSON.parse(String(row.v)) as SessionRecord) : null;
+    if (!row) return null;
+    const record = JSON.parse(String(row.v)) as SessionRecord;
+    // Records written before workspaces existed ran in the project's default workspace.
+    record.workspaceId ??= "default";
+    return record;
   }
 
   saveRecord(record: SessionRecord): void {

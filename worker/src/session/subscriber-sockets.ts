@@ -2,6 +2,7 @@ import type { SessionEvent } from "../../../protocol/events.js";
 import { exceedsUtf8Bytes, parseJson } from "../../../protocol/json.js";
 import { Limits } from "../../../protocol/limits.js";
 import { SubscriberFrameSchema, type SubscriberReply } from "../../../protocol/subscriber.js";
+import { can, project } from "../auth/access.js";
 import { principalOf } from "../auth/principal-header.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
@@ -19,7 +20,12 @@ export interface SubscriberDeps {
   ownerOpened(): void;
   ownerClosed(): void;
   respond(input: RespondInput): unknown;
+  /** Whether a subscriber's token still works (revoked and expired tokens are cut off). */
+  stillValid(principal: CallerPrincipal): Promise<boolean>;
 }
+
+/** How often open subscriptions of issued (revocable) tokens re-check them. */
+export const TOKEN_RECHECK_MS = 2_000;
 
 interface SubAttachment {
   role: "sub";
@@ -42,6 +48,7 @@ function attachment(ws: WebSocket): SubAttachment | null {
 export class SubscriberSockets {
   readonly #d: SubscriberDeps;
   readonly #sse = new Map<SseStream, { owner: boolean }>();
+  #tokenTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(deps: SubscriberDeps) {
     this.#d = deps;
@@ -59,6 +66,7 @@ export class SubscriberSockets {
     server.serializeAttachment({ role: "sub", principal, owner } satisfies SubAttachment);
     for (const body of this.#d.eventsSince(sinceIndex(url, null), BACKLOG_LIMIT)) server.send(body);
     if (owner) this.#d.ownerOpened();
+    if (principal.issued) this.watchTokens();
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -78,6 +86,7 @@ export class SubscriberSockets {
       stream.event(body, (JSON.parse(body) as SessionEvent).index);
     }
     stream.keepAlive(this.#d.keepAliveMs);
+    if (principal.issued) stream.watch(() => this.#d.stillValid(principal), TOKEN_RECHECK_MS);
     this.#sse.set(stream, { owner });
     if (owner) this.#d.ownerOpened();
     return new Response(stream.readable, { headers: SSE_HEADERS });
@@ -153,6 +162,36 @@ export class SubscriberSockets {
     }
   }
 
+  /**
+   * While WebSocket subscribers with revocable tokens are open, re-checks their tokens every few
+   * seconds and closes the ones that stopped working. (Started again after a hibernation by the
+   * next event that wakes the object.)
+   */
+  watchTokens(): void {
+    if (this.#tokenTimer !== undefined) return;
+    this.#tokenTimer = setInterval(() => void this.#recheck(), TOKEN_RECHECK_MS);
+  }
+
+  async #recheck(): Promise<void> {
+    const issued = this.#d.state.getWebSockets("sub").filter((ws) => attachment(ws)?.principal.issued);
+    if (issued.length === 0) {
+      if (this.#tokenTimer !== undefined) clearInterval(this.#tokenTimer);
+      this.#tokenTimer = undefined;
+      return;
+    }
+    for (const ws of issued) {
+      const principal = attachment(ws)?.principal;
+      if (!principal) continue;
+      const valid = await this.#d.stillValid(principal).catch(() => true);
+      if (valid) continue;
+      try {
+        ws.close(4001, "token revoked or expired");
+      } catch {
+        // already closing
+      }
+    }
+  }
+
   onClose(ws: WebSocket): void {
     if (attachment(ws)?.owner) this.#d.ownerClosed();
   }
@@ -172,13 +211,12 @@ export class SubscriberSockets {
     const principal = principalOf(request);
     if (principal?.kind !== "caller") return new Response("caller token required", { status: 403 });
     const record = this.#d.record();
-    const admin = principal.scopes.some((s) => s === "admin" || s === "admin:ro");
-    if (principal.tokenId !== record.ownerTokenId && !admin) {
+    if (!can(principal, "read", project(record.projectId))) {
       return Response.json(
         {
           error: {
-            code: "not_owner",
-            message: `only the owner of session ${record.sessionId} may subscribe`,
+            code: "forbidden",
+            message: `token ${principal.tokenId} may not read session ${record.sessionId} (project ${record.projectId})`,
           },
         },
         { status: 403 },

@@ -16,6 +16,7 @@ export interface CallerDeclaration {
 export interface CreateSessionInput {
   sessionId: string;
   projectId: string;
+  workspaceId: string;
   owner: CallerPrincipal;
   caller: CallerDeclaration | null;
   callerTimeoutMs: number;

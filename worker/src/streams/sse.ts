@@ -21,6 +21,7 @@ export class SseStream {
   readonly #onDead: () => void;
   #dead = false;
   #keepAlive: ReturnType<typeof setInterval> | undefined;
+  #watch: ReturnType<typeof setInterval> | undefined;
 
   /** `onDead` runs once, when the reader goes away or the stream is closed. */
   constructor(onDead: () => void) {
@@ -57,6 +58,22 @@ export class SseStream {
     this.#keepAlive = setInterval(() => this.#write(": keep-alive\n\n"), ms);
   }
 
+  /**
+   * Closes the stream once `stillAllowed` says no (its token was revoked or expired), asking
+   * every `ms`. A failed check counts as allowed: a blip of the token directory is not a revocation.
+   */
+  watch(stillAllowed: () => Promise<boolean>, ms: number): void {
+    if (this.#watch !== undefined) clearInterval(this.#watch);
+    this.#watch = setInterval(() => {
+      stillAllowed().then(
+        (allowed) => {
+          if (!allowed) this.close();
+        },
+        () => {},
+      );
+    }, ms);
+  }
+
   close(): void {
     if (this.#dead) return;
     this.#markDead();
@@ -77,6 +94,7 @@ export class SseStream {
     if (this.#dead) return;
     this.#dead = true;
     if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    if (this.#watch !== undefined) clearInterval(this.#watch);
     this.#onDead();
   }
 }

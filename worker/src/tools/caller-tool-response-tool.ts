@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { JsonValueSchema } from "../../../protocol/json.js";
 import { unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
 import { defineTool } from "./define.js";
 
 export const callerToolResponseTool = defineTool({
@@ -10,10 +11,15 @@ export const callerToolResponseTool = defineTool({
     "Answer a caller_tool_request event: give its session_id and request_id, and either result " +
     "(any JSON; an MCP CallToolResult is passed through as is) or error (a message), not both. Each request is " +
     "answered once; an answer to a request the droid stopped waiting for is refused.",
-  target: "project",
   action: {
     description: "Answer a caller tool request.",
     access: "write",
+    target: "project",
+    example: {
+      session_id: "ses_0123456789abcdef01234567",
+      request_id: "call_0123456789abcdef",
+      result: { content: [{ type: "text", text: "sent" }] },
+    },
     timing: "sync",
     input: z.object({
       session_id: z.string().min(1).max(64).describe("session_id of the caller_tool_request event."),
@@ -22,7 +28,7 @@ export const callerToolResponseTool = defineTool({
       error: z.string().nullable().optional().describe("Set instead of result when the tool failed."),
     }),
     async handler(args, ctx) {
-      const stub = ctx.env.SESSIONS.get(ctx.env.SESSIONS.idFromName(args.session_id));
+      const stub = objects.session(ctx.env, args.session_id);
       const delivered = unwrap(
         await stub.respond({
           principal: ctx.principal,

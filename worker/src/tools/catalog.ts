@@ -1,6 +1,24 @@
+import { auditTool } from "./audit-tool.js";
 import { callerToolResponseTool } from "./caller-tool-response-tool.js";
+import { configLimitsTool } from "./config-limits-tool.js";
+import { hostTool } from "./host-tool.js";
+import { projectTool } from "./project-tool.js";
 import { ToolRegistry } from "./registry.js";
 import { sessionTool } from "./session-tool.js";
+import { tokenTool } from "./token-tool.js";
+import { workspaceTool } from "./workspace-tool.js";
+
+/** Every tool definition, in the order tools/list shows them. */
+export const toolDefinitions = [
+  projectTool,
+  sessionTool,
+  workspaceTool,
+  tokenTool,
+  hostTool,
+  auditTool,
+  configLimitsTool,
+  callerToolResponseTool,
+];
 
 /** The tools callers see on the MCP endpoint. */
-export const callerTools = new ToolRegistry([sessionTool, callerToolResponseTool]);
+export const callerTools = new ToolRegistry(toolDefinitions);

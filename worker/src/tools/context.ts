@@ -15,7 +15,9 @@ export interface ToolContext {
   env: Env;
   principal: CallerPrincipal;
   mcp: McpOrigin | null;
-  /** Throws `forbidden` unless the principal may use this tool on `projectId`. */
+  /** Throws `forbidden` unless the principal has this action's access on `projectId`. */
   authorizeProject(projectId: string): void;
+  /** Records what the call acted on, for the audit log (e.g. the id of what it created). */
+  auditTarget(target: string): void;
   log: Log;
 }

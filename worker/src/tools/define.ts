@@ -3,9 +3,10 @@ import type { Access, Target } from "../auth/scopes.js";
 import type { ToolContext } from "./context.js";
 
 /**
- * A tool is defined once: input schema, description, access level, target, timing class and
- * handler per action. The MCP JSON Schema, argument validation, the permission check and the
- * dispatch are all derived from this definition (see json-schema.ts and dispatch.ts).
+ * A tool is defined once: input schema, description, and per action its access level, target,
+ * timing class, an example and the handler. The MCP JSON Schema, argument validation, the
+ * permission check (`auth/access.ts`), the dispatch, the README's tool table and the permission
+ * matrix test all derive from this definition.
  */
 
 /** sync: the call returns the handler's result. fire_and_forget: the call returns once accepted. */
@@ -15,7 +16,11 @@ export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unkno
   description: string;
   input: I;
   access: Access;
+  /** global: acts on the installation; project: on one project (named by project_id, or a session's). */
+  target: Target;
   timing: Timing;
+  /** Arguments that make sense for this action (without `action`); checked against `input` by a test. */
+  example: z.input<I>;
   handler(args: z.output<I>, ctx: ToolContext): Promise<O>;
 }
 
@@ -28,7 +33,6 @@ export interface ToolDefinition {
   name: string;
   title: string;
   description: string;
-  target: Target;
   /** Unified tools have several actions chosen by the `action` argument; standalone tools have one, named by `single`. */
   actions: Record<string, ActionDefinition>;
   single?: string;
@@ -45,6 +49,11 @@ export function defineTool<I extends z.ZodObject, O>(
 ): ToolDefinition {
   const { action: only, ...rest } = def;
   return { ...rest, actions: { [def.name]: only as unknown as ActionDefinition }, single: def.name };
+}
+
+/** `tool.action`, or just the name of a standalone tool: how errors and the audit log name an action. */
+export function actionLabel(tool: ToolDefinition, actionName: string): string {
+  return tool.single === undefined ? `${tool.name}.${actionName}` : tool.name;
 }
 
 /** The zod schema that validates a tool's arguments, `action` included for unified tools. */

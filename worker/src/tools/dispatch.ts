@@ -1,10 +1,12 @@
 import type { z } from "zod";
-import { isAllowed } from "../auth/scopes.js";
+import { audit } from "../audit/audit.js";
+import { can, requireAccess, resourceOf } from "../auth/access.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { AppError } from "../errors.js";
 import { errorMessage, type Log } from "../log.js";
 import type { McpOrigin, ToolContext } from "./context.js";
+import { actionLabel } from "./define.js";
 import type { ToolRegistry } from "./registry.js";
 
 /** An MCP `tools/call` result. */
@@ -76,35 +78,58 @@ export async function callTool(
   const args = parsed.data;
   const def = tool.definition.actions[args.action];
   if (!def) return toolError(`Unknown action ${args.action} for ${name}`, "invalid_arguments");
-  const label = tool.definition.single === undefined ? `${name}.${args.action}` : name;
-  const { access } = def;
-  const { target } = tool.definition;
-  const projectId = typeof args.project_id === "string" ? args.project_id : undefined;
-  if (!isAllowed(call.principal.scopes, access, target, projectId)) {
+  const label = actionLabel(tool.definition, args.action);
+  const { access, target } = def;
+  const projectId = typeof args.project_id === "string" ? args.project_id : null;
+  // Before the handler resolves what it acts on, refuse what no scope of this token could allow.
+  if (!can(call.principal, access, resourceOf(target, projectId))) {
+    if (access !== "read") {
+      const entry = {
+        token_id: call.principal.tokenId,
+        action: label,
+        target: projectId,
+        outcome: "forbidden",
+      };
+      audit(call.env, entry, call.waitUntil, call.log);
+    }
     return toolError(
-      `Token ${call.principal.tokenId} may not use ${label} (needs ${access} access)`,
+      `Token ${call.principal.tokenId} may not use ${label}${projectId ? ` on project ${projectId}` : ""} (needs ${access} access)`,
       "forbidden",
     );
   }
+  let auditTarget = projectId ?? (typeof args.session_id === "string" ? args.session_id : null);
   const ctx: ToolContext = {
     env: call.env,
     principal: call.principal,
     mcp: call.mcp,
     log: call.log,
     authorizeProject(project) {
-      if (!isAllowed(call.principal.scopes, access, target, project)) {
-        throw new AppError(
-          "forbidden",
-          `Token ${call.principal.tokenId} may not use ${label} on project ${project}`,
-        );
-      }
+      requireAccess(call.principal, access, resourceOf(target, project), `use ${label}`);
     },
+    auditTarget(value) {
+      auditTarget = value;
+    },
+  };
+  const record = (outcome: string) => {
+    if (access === "read") return;
+    audit(
+      call.env,
+      { token_id: call.principal.tokenId, action: label, target: auditTarget, outcome },
+      call.waitUntil,
+      call.log,
+    );
   };
   const run = async (): Promise<CallToolResult> => {
     try {
-      return toolResult(await def.handler(args, ctx));
+      const result = toolResult(await def.handler(args, ctx));
+      record("ok");
+      return result;
     } catch (err) {
-      if (err instanceof AppError) return toolError(err.message, err.code);
+      if (err instanceof AppError) {
+        record(err.code);
+        return toolError(err.message, err.code);
+      }
+      record("internal");
       call.log.error("tool failed", { tool: label, error: errorMessage(err) });
       return toolError(`Internal error in ${label}`, "internal");
     }

@@ -5,15 +5,14 @@ import { checkSize, type SizedKind } from "../../../protocol/limits.js";
 import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
 import { AppError, type Result, unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import type { CallerDeclaration } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
 
 const SessionIdSchema = SessionIdFormat.describe("Session id returned by spawn.");
-const ProjectIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, "project_id must be 1-64 letters, digits, '_' or '-'");
 
 /** Caller tools may be declared top-level or inside `context` (both forms appear in the seeds). */
 const callerFields = {
@@ -75,7 +74,7 @@ function requireFits(kind: SizedKind, value: unknown): void {
 }
 
 function sessionStub(ctx: ToolContext, sessionId: string) {
-  return ctx.env.SESSIONS.get(ctx.env.SESSIONS.idFromName(sessionId));
+  return objects.session(ctx.env, sessionId);
 }
 
 /** Unwraps a session RPC result and subscribes the calling MCP session to the session. */
@@ -85,20 +84,116 @@ function settled<T>(ctx: ToolContext, sessionId: string, result: Result<T>): T {
   return value;
 }
 
+const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+const EXAMPLE_SESSION = "ses_0123456789abcdef01234567";
+
+const spawnFields = {
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema.optional().describe(
+    "Workspace to run in (default: the project's default workspace).",
+  ),
+  create_workspace: z
+    .boolean()
+    .default(false)
+    .describe("Create the workspace (a new one with a generated id when workspace_id is absent)."),
+  new_session: z
+    .boolean()
+    .default(false)
+    .describe("Start a new session even if one runs in the workspace (default: resume that one)."),
+  external_id: z.string().max(256).optional().describe("Your own id for this session (shown in listings)."),
+  source: z.string().max(64).optional().describe("What started it (e.g. a scheduler or app name)."),
+};
+
+interface SpawnArgs extends CallerFields {
+  project_id: string;
+  workspace_id?: string | undefined;
+  create_workspace: boolean;
+  new_session: boolean;
+  external_id?: string | undefined;
+  source?: string | undefined;
+  prompt?: string | undefined;
+  caller_timeout_seconds?: number | undefined;
+  image?: string | undefined;
+}
+
+/** Spawn, or resume the workspace's running session: the seed's semantics, shared with `message`. */
+async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
+  ctx.authorizeProject(args.project_id);
+  const cfg = config(ctx.env);
+  const timeoutMs =
+    args.caller_timeout_seconds === undefined ? cfg.callerTimeoutMs : args.caller_timeout_seconds * 1000;
+  if (timeoutMs > cfg.maxCallerTimeoutMs) {
+    throw new AppError(
+      "invalid_arguments",
+      `caller_timeout_seconds may be at most ${cfg.maxCallerTimeoutMs / 1000}`,
+    );
+  }
+  if (args.prompt !== undefined) requireFits("message", args.prompt);
+  const caller = callerDeclaration(args);
+  const sessionId = `ses_${randomHex(12)}`;
+  const plan = unwrap(
+    await objects.project(ctx.env, args.project_id).openSession({
+      sessionId,
+      workspaceId: args.workspace_id ?? null,
+      createWorkspace: args.create_workspace,
+      newSession: args.new_session,
+      ownerTokenId: ctx.principal.tokenId,
+      externalId: args.external_id ?? null,
+      source: args.source ?? null,
+    }),
+  );
+  if (plan.kind === "resume") {
+    ctx.auditTarget(plan.sessionId);
+    const stub = sessionStub(ctx, plan.sessionId);
+    if (args.prompt === undefined && caller === null) {
+      return {
+        ...settled(ctx, plan.sessionId, await stub.getInfo(ctx.principal, ctx.mcp?.via ?? null)),
+        resumed: true,
+      };
+    }
+    const sent = settled(
+      ctx,
+      plan.sessionId,
+      await stub.sendMessage({
+        principal: ctx.principal,
+        message: args.prompt ?? null,
+        caller,
+        via: ctx.mcp?.via ?? null,
+      }),
+    );
+    return { ...sent.session, message_seq: sent.message_seq, resumed: true };
+  }
+  ctx.auditTarget(sessionId);
+  const result = await sessionStub(ctx, sessionId).create({
+    sessionId,
+    projectId: args.project_id,
+    workspaceId: plan.workspaceId,
+    owner: ctx.principal,
+    caller,
+    callerTimeoutMs: timeoutMs,
+    prompt: args.prompt ?? null,
+    image: args.image ?? plan.config.image ?? null,
+    via: ctx.mcp?.via ?? null,
+  });
+  return { ...settled(ctx, sessionId, result), resumed: false };
+}
+
 export const sessionTool = defineActionTool({
   name: "session",
   title: "Droid sessions",
   description:
-    "Start a droid in a container, send it messages, lend it your tools and read its events. " +
+    "Start a droid in a project's container, send it messages, lend it your tools and read its events. " +
     "Events (including caller_tool_request) also arrive as notifications/message on your MCP stream.",
-  target: "project",
   actions: {
     spawn: action({
-      description: "Start a new session (a droid in a container) and return its id.",
+      description:
+        "Start a session (a droid in the project's container) in a workspace, or resume the one running there.",
       access: "write",
+      target: "project",
       timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, prompt: "Run the tests and fix what fails." },
       input: z.object({
-        project_id: ProjectIdSchema.default("default").describe("Project to run in (default: default)."),
+        ...spawnFields,
         prompt: z.string().optional().describe("First message for the droid (at most 256 KiB encoded)."),
         ...callerFields,
         caller_timeout_seconds: z
@@ -107,75 +202,102 @@ export const sessionTool = defineActionTool({
           .positive()
           .optional()
           .describe("How long the droid waits for your answer to one of its calls (default 60)."),
-        image: z.string().max(256).optional().describe("Container image (default: the host's droid image)."),
+        image: z.string().max(256).optional().describe("Container image (default: the project's)."),
       }),
-      async handler(args, ctx) {
-        ctx.authorizeProject(args.project_id);
-        const cfg = config(ctx.env);
-        const timeoutMs =
-          args.caller_timeout_seconds === undefined
-            ? cfg.callerTimeoutMs
-            : args.caller_timeout_seconds * 1000;
-        if (timeoutMs > cfg.maxCallerTimeoutMs) {
-          throw new AppError(
-            "invalid_arguments",
-            `caller_timeout_seconds may be at most ${cfg.maxCallerTimeoutMs / 1000}`,
-          );
-        }
-        if (args.prompt !== undefined) requireFits("message", args.prompt);
-        const caller = callerDeclaration(args);
-        const sessionId = `ses_${randomHex(12)}`;
-        const result = await sessionStub(ctx, sessionId).create({
-          sessionId,
-          projectId: args.project_id,
-          owner: ctx.principal,
-          caller,
-          callerTimeoutMs: timeoutMs,
-          prompt: args.prompt ?? null,
-          image: args.image ?? null,
-          via: ctx.mcp?.via ?? null,
-        });
-        return settled(ctx, sessionId, result);
-      },
+      handler: spawnOrResume,
     }),
     message: action({
-      description: "Send a message to the droid and/or re-declare your caller tools.",
+      description:
+        "Send a message to a session (by session_id), or to the workspace's running session of a project " +
+        "(by project_id, spawning one when none runs); may also re-declare your caller tools.",
       access: "write",
+      target: "project",
       timing: "sync",
+      example: { session_id: EXAMPLE_SESSION, message: "Now update the changelog." },
       input: z.object({
-        session_id: SessionIdSchema,
+        session_id: SessionIdSchema.optional(),
+        project_id: ProjectIdSchema.optional(),
+        workspace_id: WorkspaceIdSchema.optional().describe(
+          "With project_id: the workspace (default: default).",
+        ),
         message: z.string().optional().describe("Message for the droid (at most 256 KiB encoded)."),
         ...callerFields,
       }),
       async handler(args, ctx) {
         if (args.message !== undefined) requireFits("message", args.message);
+        if ((args.session_id === undefined) === (args.project_id === undefined)) {
+          throw new AppError("invalid_arguments", "give session_id or project_id (not both)");
+        }
+        if (args.project_id !== undefined) {
+          return spawnOrResume(
+            {
+              ...args,
+              project_id: args.project_id,
+              prompt: args.message,
+              create_workspace: false,
+              new_session: false,
+            },
+            ctx,
+          );
+        }
+        const sessionId = args.session_id as string;
         const caller = callerDeclaration(args);
         if (args.message === undefined && caller === null) {
           throw new AppError("invalid_arguments", "give a message, caller tools, or both");
         }
-        const result = await sessionStub(ctx, args.session_id).sendMessage({
+        const result = await sessionStub(ctx, sessionId).sendMessage({
           principal: ctx.principal,
           message: args.message ?? null,
           caller,
           via: ctx.mcp?.via ?? null,
         });
-        return settled(ctx, args.session_id, result);
+        return settled(ctx, sessionId, result);
       },
     }),
     get: action({
-      description: "Get a session's status, host, caller tools and pending requests.",
+      description: "Get a session's status, workspace, host, caller tools and pending requests.",
       access: "read",
+      target: "project",
       timing: "sync",
+      example: { session_id: EXAMPLE_SESSION },
       input: z.object({ session_id: SessionIdSchema }),
       async handler(args, ctx) {
         const result = await sessionStub(ctx, args.session_id).getInfo(ctx.principal, ctx.mcp?.via ?? null);
         return settled(ctx, args.session_id, result);
       },
     }),
+    list: action({
+      description:
+        "List a project's sessions, oldest first, optionally by status or owner token (paginated).",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, status: "running" },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        status: z.enum(["starting", "running", "exited", "failed", "ended", "lost"]).optional(),
+        owner: z.string().max(128).optional().describe("Only sessions spawned by this token id."),
+        cursor: z.string().max(512).optional().describe("next_cursor of the previous page."),
+        limit: z.number().int().min(1).max(200).default(50),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        return unwrap(
+          await objects.project(ctx.env, args.project_id).listSessions({
+            status: args.status ?? null,
+            ownerTokenId: args.owner ?? null,
+            cursor: args.cursor ?? null,
+            limit: args.limit,
+          }),
+        );
+      },
+    }),
     events: action({
       description: "Read the session's events from since_index on (each event has an index).",
       access: "read",
+      target: "project",
       timing: "sync",
+      example: { session_id: EXAMPLE_SESSION, since_index: 0 },
       input: z.object({
         session_id: SessionIdSchema,
         since_index: z
@@ -204,9 +326,11 @@ export const sessionTool = defineActionTool({
       },
     }),
     end: action({
-      description: "End the session: stop the droid and remove its container.",
+      description: "End the session: stop its droid (its workspace stays).",
       access: "write",
+      target: "project",
       timing: "sync",
+      example: { session_id: EXAMPLE_SESSION, reason: "done for today" },
       input: z.object({
         session_id: SessionIdSchema,
         reason: z
@@ -217,6 +341,27 @@ export const sessionTool = defineActionTool({
       }),
       async handler(args, ctx) {
         return unwrap(await sessionStub(ctx, args.session_id).end(ctx.principal, args.reason));
+      },
+    }),
+    cleanup: action({
+      description: "Forget ended sessions of a project older than max_age_hours (their events included).",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, max_age_hours: 24 },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        max_age_hours: z
+          .number()
+          .min(0)
+          .max(24 * 365)
+          .default(24),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const removed = unwrap(await objects.project(ctx.env, args.project_id).cleanup(args.max_age_hours));
+        await Promise.all(removed.map((id) => objects.session(ctx.env, id).purge()));
+        return { project_id: args.project_id, removed: removed.length, session_ids: removed };
       },
     }),
   },

@@ -1,0 +1,158 @@
+import { z } from "zod";
+
+/**
+ * A project's configuration, validated once here: what its container runs, its default agent,
+ * its limits and how its workspaces behave. Ids are minted by the Worker (`prj_` + 24 hex).
+ */
+export const PROJECT_ID_PATTERN = /^prj_[0-9a-f]{24}$/;
+export const ProjectIdSchema = z
+  .string()
+  .regex(PROJECT_ID_PATTERN, "project_id looks like prj_ followed by 24 hex digits")
+  .describe("Project id (from project create or list).");
+
+export const WORKSPACE_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const WorkspaceIdSchema = z
+  .string()
+  .regex(WORKSPACE_ID_PATTERN, "workspace_id is 1-63 lowercase letters, digits, '_' or '-'")
+  .describe("Workspace id: a directory under /workspace in the project container.");
+export const DEFAULT_WORKSPACE = "default";
+
+/** Container types a project may name instead of an image; `default` is the host's droid image. */
+export const CONTAINER_TYPES = {
+  default: "The host's droid image (Node.js, git, the container-client and runner).",
+} as const;
+export const ContainerTypeSchema = z.enum(Object.keys(CONTAINER_TYPES) as [keyof typeof CONTAINER_TYPES]);
+
+/** Agents a project may name as its default (see AGENT-RUNTIMES); `scripted` is the test droid. */
+export const AGENTS = {
+  scripted: "The scripted test droid (no model).",
+  "claude-code": "Claude Code",
+  droid: "Factory Droid",
+  opencode: "OpenCode",
+  codex: "Codex",
+  gemini: "Gemini CLI",
+} as const;
+export const AgentNameSchema = z.enum(Object.keys(AGENTS) as [keyof typeof AGENTS]);
+
+const IMAGE_REF = /^[a-z0-9][a-z0-9._/-]{0,200}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$/;
+/** Names that would carry secrets: project env is for non-secret settings only. */
+const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE|CREDENTIAL)/;
+
+const EnvSchema = z
+  .record(
+    z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]{0,127}$/, "env names are UPPER_SNAKE_CASE")
+      .refine((name) => !name.startsWith("OUBLIETTE_"), "OUBLIETTE_* names are reserved")
+      .refine(
+        (name) => !SECRET_NAME.test(name),
+        "env holds non-secret settings only; secrets never go into project config",
+      ),
+    z.string().max(4096),
+  )
+  .refine((env) => Object.keys(env).length <= 64, "at most 64 env entries");
+
+const RelativePathSchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .refine(
+    (p) => !p.startsWith("/") && !p.split("/").includes(".."),
+    "protected paths are relative to the workspace and stay inside it",
+  );
+
+const RemoteUrlSchema = z
+  .string()
+  .max(2048)
+  .refine(
+    (u) => /^(https?|ssh|file):\/\/[^\s]+$/.test(u),
+    "remote_url must be an https://, http://, ssh:// or file:// URL",
+  );
+
+export const LimitsSchema = z.object({
+  max_recursion_depth: z
+    .number()
+    .int()
+    .min(0)
+    .max(16)
+    .default(3)
+    .describe("How deep droids may spawn droids."),
+  max_agents_per_session: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(8)
+    .describe("Most agents one session may run."),
+  max_cost_usd: z
+    .number()
+    .min(0)
+    .max(100_000)
+    .nullable()
+    .default(null)
+    .describe("Model spend cap per session (null: none)."),
+  memory_mb: z.number().int().min(128).max(262_144).default(1024).describe("Container memory limit."),
+  cpus: z.number().min(0.1).max(128).default(1).describe("Container CPU limit."),
+  pids: z.number().int().min(32).max(65_536).default(256).describe("Container process limit."),
+  idle_timeout_minutes: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 60)
+    .default(30)
+    .describe("A session with nothing in flight stops after this long idle."),
+  max_lifetime_hours: z
+    .number()
+    .min(0.01)
+    .max(24 * 30)
+    .default(24)
+    .describe("Hard cap on a session's life."),
+});
+export type Limits = z.infer<typeof LimitsSchema>;
+
+/** What `project create` accepts (container_type and image exclude each other: `checkProjectConfig`). */
+export const ProjectConfigSchema = z.object({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "name is 1-64 letters, digits, '.', '_' or '-'")
+    .describe("Unique project name."),
+  description: z.string().max(2000).default("").describe("What the project is for."),
+  container_type: ContainerTypeSchema.optional().describe("Container type (see project options)."),
+  image: z
+    .string()
+    .regex(IMAGE_REF, "image must be a Docker image reference")
+    .optional()
+    .describe("Container image, instead of container_type."),
+  default_agent: AgentNameSchema.default("scripted").describe(
+    "Agent sessions run unless spawn names another.",
+  ),
+  default_model: z
+    .string()
+    .max(128)
+    .nullable()
+    .default(null)
+    .describe("Model the agent uses (null: the agent's default)."),
+  env: EnvSchema.default({}).describe("Non-secret environment for the container and its agents."),
+  limits: LimitsSchema.default(LimitsSchema.parse({})).describe(
+    "Recursion, agent, cost and container limits.",
+  ),
+  workspace_isolation: z.boolean().default(false).describe("A session sees only its own workspace."),
+  protected_paths: z
+    .array(RelativePathSchema)
+    .max(64)
+    .default([])
+    .describe("Workspace paths agents must not change."),
+  init_git: z
+    .boolean()
+    .default(true)
+    .describe("git init the default workspace (unless remote_url clones it)."),
+  remote_url: RemoteUrlSchema.nullable()
+    .default(null)
+    .describe("Clone the default workspace from this URL (the host clones it)."),
+});
+export type ProjectConfig = z.infer<typeof ProjectConfigSchema>;
+
+/** The checks across fields; null when the config is consistent. */
+export function configProblem(config: ProjectConfig): string | null {
+  return config.container_type && config.image ? "give container_type or image, not both" : null;
+}

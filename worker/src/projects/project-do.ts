@@ -1,0 +1,333 @@
+import { DurableObject } from "cloudflare:workers";
+import { randomHex } from "../auth/digest.js";
+import type { Env } from "../env.js";
+import { AppError, capture, fail, ok, type Result } from "../errors.js";
+import { createLog } from "../log.js";
+import { objects } from "../objects/keys.js";
+import { DEFAULT_WORKSPACE, type Limits, type ProjectConfig } from "./project-config.js";
+import { type IndexedStatus, ProjectStore, type SessionEntry, type WorkspaceEntry } from "./project-store.js";
+
+export interface ProjectInfo extends Omit<ProjectConfig, "name"> {
+  project_id: string;
+  name: string;
+  created_at: string;
+  created_by: string;
+  host_id: string | null;
+  sessions: { total: number; running: number };
+  workspaces: number;
+}
+
+export interface SessionListing {
+  session_id: string;
+  project_id: string;
+  workspace_id: string;
+  status: IndexedStatus;
+  owner_token_id: string;
+  external_id: string | null;
+  source: string | null;
+  created_at: string;
+  ended_at: string | null;
+  end_reason: string | null;
+}
+
+export interface WorkspaceListing {
+  workspace_id: string;
+  default: boolean;
+  origin: WorkspaceEntry["origin"];
+  created_at: string;
+  running_sessions: string[];
+}
+
+/** Where a spawn goes: an already running session of the workspace, or a new one. */
+export type SessionPlan =
+  | { kind: "resume"; sessionId: string; workspaceId: string }
+  | { kind: "new"; sessionId: string; workspaceId: string; config: ProjectConfig };
+
+export interface OpenSessionInput {
+  sessionId: string;
+  workspaceId: string | null;
+  createWorkspace: boolean;
+  newSession: boolean;
+  ownerTokenId: string;
+  externalId: string | null;
+  source: string | null;
+}
+
+/** An index entry whose session object still does not exist after this long never started. */
+const NEVER_STARTED_MS = 60_000;
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+function listing(projectId: string, s: SessionEntry): SessionListing {
+  return {
+    session_id: s.sessionId,
+    project_id: projectId,
+    workspace_id: s.workspaceId,
+    status: s.status,
+    owner_token_id: s.ownerTokenId,
+    external_id: s.externalId,
+    source: s.source,
+    created_at: new Date(s.createdAt).toISOString(),
+    ended_at: iso(s.endedAt),
+    end_reason: s.endReason,
+  };
+}
+
+/**
+ * One per project: its config, the index of its sessions (which workspace, status, owner) and its
+ * workspaces. Session objects report their status changes here; anything that depends on "is a
+ * session running" asks the session objects again first, so a lost report never blocks a delete.
+ */
+export class ProjectDurableObject extends DurableObject<Env> {
+  readonly #store: ProjectStore;
+  readonly #log = createLog({ component: "project" });
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.#store = new ProjectStore(ctx.storage.sql);
+  }
+
+  async init(input: {
+    projectId: string;
+    config: ProjectConfig;
+    createdBy: string;
+  }): Promise<Result<ProjectInfo>> {
+    if (this.#store.project()) return fail("conflict", `project ${input.projectId} already exists`);
+    const now = Date.now();
+    this.#store.createProject({
+      id: input.projectId,
+      config: input.config,
+      createdAt: now,
+      createdBy: input.createdBy,
+      hostId: null,
+    });
+    const origin = input.config.remote_url ? "clone" : input.config.init_git ? "init" : "empty";
+    this.#store.addWorkspace({ workspaceId: DEFAULT_WORKSPACE, createdAt: now, isDefault: true, origin });
+    return ok(this.#info());
+  }
+
+  async info(): Promise<Result<ProjectInfo>> {
+    return capture(() => this.#info());
+  }
+
+  async limits(): Promise<Result<Limits>> {
+    return capture(() => this.#require().config.limits);
+  }
+
+  /**
+   * Chooses the workspace and whether a spawn resumes the workspace's running session or starts
+   * a new one; a new one is indexed (status starting) before its session object exists.
+   */
+  async openSession(input: OpenSessionInput): Promise<Result<SessionPlan>> {
+    return capture(async () => {
+      const project = this.#require();
+      const workspaceId = this.#workspaceFor(input.workspaceId, input.createWorkspace);
+      if (!input.newSession) {
+        await this.#refreshLive();
+        const running = this.#store.liveSessions(workspaceId)[0];
+        if (running) return { kind: "resume", sessionId: running.sessionId, workspaceId } as const;
+      }
+      this.#store.addSession({
+        sessionId: input.sessionId,
+        workspaceId,
+        status: "starting",
+        ownerTokenId: input.ownerTokenId,
+        externalId: input.externalId,
+        source: input.source,
+        createdAt: Date.now(),
+        endedAt: null,
+        endReason: null,
+      });
+      return { kind: "new", sessionId: input.sessionId, workspaceId, config: project.config } as const;
+    });
+  }
+
+  /** A session object reports a status change. */
+  async sessionStatus(input: {
+    sessionId: string;
+    status: IndexedStatus;
+    reason: string | null;
+  }): Promise<void> {
+    if (!this.#store.session(input.sessionId)) return;
+    const ended = input.status !== "starting" && input.status !== "running";
+    this.#store.setSessionStatus(input.sessionId, input.status, ended ? Date.now() : null, input.reason);
+  }
+
+  async session(sessionId: string): Promise<SessionListing | null> {
+    const project = this.#store.project();
+    const entry = this.#store.session(sessionId);
+    return project && entry ? listing(project.id, entry) : null;
+  }
+
+  async listSessions(input: {
+    status: IndexedStatus | null;
+    ownerTokenId: string | null;
+    cursor: string | null;
+    limit: number;
+  }): Promise<Result<{ sessions: SessionListing[]; next_cursor: string | null }>> {
+    return capture(() => {
+      const project = this.#require();
+      const after = input.cursor === null ? null : decodeCursor(input.cursor);
+      const rows = this.#store.listSessions({
+        status: input.status,
+        ownerTokenId: input.ownerTokenId,
+        after,
+        limit: input.limit + 1,
+      });
+      const page = rows.slice(0, input.limit);
+      const last = page.at(-1);
+      const more = rows.length > input.limit && last !== undefined;
+      return {
+        sessions: page.map((s) => listing(project.id, s)),
+        next_cursor: more ? encodeCursor(last.createdAt, last.sessionId) : null,
+      };
+    });
+  }
+
+  /** Forgets ended sessions older than `maxAgeHours`; returns their ids (their objects are purged by the caller). */
+  async cleanup(maxAgeHours: number): Promise<Result<string[]>> {
+    return capture(() => {
+      this.#require();
+      const old = this.#store.endedBefore(Date.now() - maxAgeHours * 3_600_000);
+      for (const s of old) this.#store.removeSession(s.sessionId);
+      return old.map((s) => s.sessionId);
+    });
+  }
+
+  async listWorkspaces(): Promise<Result<WorkspaceListing[]>> {
+    return capture(async () => {
+      this.#require();
+      await this.#refreshLive();
+      const live = this.#store.liveSessions();
+      return this.#store.workspaces().map((w) => ({
+        workspace_id: w.workspaceId,
+        default: w.isDefault,
+        origin: w.origin,
+        created_at: new Date(w.createdAt).toISOString(),
+        running_sessions: live.filter((s) => s.workspaceId === w.workspaceId).map((s) => s.sessionId),
+      }));
+    });
+  }
+
+  async deleteWorkspace(workspaceId: string): Promise<Result<{ workspace_id: string; deleted: true }>> {
+    return capture(async () => {
+      this.#require();
+      const workspace = this.#store.workspace(workspaceId);
+      if (!workspace) throw new AppError("not_found", `no workspace ${workspaceId} in this project`);
+      if (workspace.isDefault) throw new AppError("conflict", "the default workspace cannot be deleted");
+      await this.#refreshLive();
+      const running = this.#store.liveSessions(workspaceId);
+      if (running.length > 0) {
+        throw new AppError(
+          "conflict",
+          `workspace ${workspaceId} is used by running session ${running.map((s) => s.sessionId).join(", ")}; end it first`,
+        );
+      }
+      this.#store.removeWorkspace(workspaceId);
+      return { workspace_id: workspaceId, deleted: true as const };
+    });
+  }
+
+  /**
+   * Deletes the project: refuses while sessions run unless `force`, which ends them first. The
+   * object's storage is wiped; the caller removes the directory entry and the project's tokens.
+   */
+  async delete(input: {
+    force: boolean;
+    by: string;
+  }): Promise<Result<{ project_id: string; ended_sessions: string[] }>> {
+    return capture(async () => {
+      const project = this.#require();
+      await this.#refreshLive();
+      const live = this.#store.liveSessions();
+      if (live.length > 0 && !input.force) {
+        throw new AppError(
+          "conflict",
+          `project ${project.id} has ${live.length} running session(s) (${live.map((s) => s.sessionId).join(", ")}); end them or delete with force: true`,
+        );
+      }
+      const reason = `project ${project.id} was deleted by ${input.by}`;
+      await Promise.all(live.map((s) => objects.session(this.env, s.sessionId).terminate(reason)));
+      this.#log.info("project deleted", { project: project.id, ended: live.length });
+      await this.ctx.storage.deleteAll();
+      return { project_id: project.id, ended_sessions: live.map((s) => s.sessionId) };
+    });
+  }
+
+  // ------------------------------------------------------------------ private
+
+  #require() {
+    const project = this.#store.project();
+    if (!project) throw new AppError("not_found", "project not found");
+    return project;
+  }
+
+  #workspaceFor(requested: string | null, create: boolean): string {
+    if (requested === null && !create) return DEFAULT_WORKSPACE;
+    const workspaceId = requested ?? `ws-${randomHex(6)}`;
+    if (this.#store.workspace(workspaceId)) {
+      if (create && requested !== null) {
+        throw new AppError(
+          "conflict",
+          `workspace ${workspaceId} already exists; omit create_workspace to use it`,
+        );
+      }
+      return workspaceId;
+    }
+    if (!create) {
+      throw new AppError(
+        "not_found",
+        `no workspace ${workspaceId} in this project; pass create_workspace: true to create it`,
+      );
+    }
+    this.#store.addWorkspace({ workspaceId, createdAt: Date.now(), isDefault: false, origin: "empty" });
+    return workspaceId;
+  }
+
+  /** Asks the session objects of sessions indexed as live for their real status (reports can be lost). */
+  async #refreshLive(): Promise<void> {
+    const live = this.#store.liveSessions();
+    await Promise.all(
+      live.map(async (s) => {
+        const status = await objects.session(this.env, s.sessionId).status();
+        // A session object is created right after its index entry; only an old entry without one is dead.
+        if (status === null) {
+          if (Date.now() - s.createdAt > NEVER_STARTED_MS) {
+            this.#store.setSessionStatus(s.sessionId, "failed", Date.now(), "the session never started");
+          }
+        } else if (status !== s.status) {
+          const ended = status !== "starting" && status !== "running";
+          this.#store.setSessionStatus(s.sessionId, status, ended ? Date.now() : null, null);
+        }
+      }),
+    );
+  }
+
+  #info(): ProjectInfo {
+    const project = this.#require();
+    const counts = this.#store.countSessions();
+    return {
+      project_id: project.id,
+      ...project.config,
+      created_at: new Date(project.createdAt).toISOString(),
+      created_by: project.createdBy,
+      host_id: project.hostId,
+      sessions: { total: counts.total, running: counts.live },
+      workspaces: this.#store.workspaces().length,
+    };
+  }
+}
+
+function encodeCursor(createdAt: number, sessionId: string): string {
+  return btoa(JSON.stringify([createdAt, sessionId]));
+}
+
+function decodeCursor(cursor: string): { createdAt: number; sessionId: string } {
+  try {
+    const [createdAt, sessionId] = JSON.parse(atob(cursor)) as unknown[];
+    if (typeof createdAt === "number" && typeof sessionId === "string") return { createdAt, sessionId };
+  } catch {
+    // fall through
+  }
+  throw new AppError("invalid_arguments", "cursor is not one this listing returned");
+}

@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { AppError, unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import { action, defineActionTool } from "./define.js";
+import { mintToken } from "./token-tool.js";
+
+const HostIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,128}$/, "host_id is 1-128 letters, digits, '_', '.' or '-'")
+  .describe("The host's id (its host-agent's --host-id).");
+
+export const hostTool = defineActionTool({
+  name: "host",
+  title: "Container hosts",
+  description:
+    "The machines that run project containers (admin only): enrol one with its own token, list them, drain one, revoke one.",
+  actions: {
+    enrol: action({
+      description:
+        "Create the host token a new host-agent presents (bound to host_id; one per host). Returns the token once.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: { host_id: "builder-1" },
+      input: z.object({ host_id: HostIdSchema }),
+      async handler(args, ctx) {
+        ctx.auditTarget(args.host_id);
+        const minted = await mintToken();
+        const info = unwrap(
+          await objects.tokens(ctx.env).create({
+            kind: "host",
+            name: `host ${args.host_id}`,
+            scopes: [],
+            hostId: args.host_id,
+            expiresAt: null,
+            createdBy: ctx.principal.tokenId,
+            sha256: minted.sha256,
+            prefix: minted.prefix,
+          }),
+        );
+        return {
+          ...info,
+          token: minted.token,
+          note: `Start the host-agent with --host-id ${args.host_id} and this token; it is not shown again.`,
+        };
+      },
+    }),
+    list: action({
+      description: "List hosts: connected or missing, runtime, sessions and capacity, draining.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: {},
+      input: z.object({}),
+      async handler(_args, ctx) {
+        const [hosts, tokens] = await Promise.all([
+          objects.hostRegistry(ctx.env).list(),
+          objects.tokens(ctx.env).list("host"),
+        ]);
+        const tokenOf = new Map(
+          tokens.filter((t) => t.status === "active").map((t) => [t.host_id, t.token_id]),
+        );
+        return { hosts: hosts.map((h) => ({ ...h, token_id: tokenOf.get(h.host_id) ?? null })) };
+      },
+    }),
+    drain: action({
+      description:
+        "Drain a host (no new placements; running sessions finish), or undrain it with drain: false.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: { host_id: "builder-1", drain: true },
+      input: z.object({ host_id: HostIdSchema, drain: z.boolean().default(true) }),
+      async handler(args, ctx) {
+        ctx.auditTarget(args.host_id);
+        const host = await objects.hostRegistry(ctx.env).drain({ hostId: args.host_id, drained: args.drain });
+        return host ?? { host_id: args.host_id, draining: args.drain, connected: false };
+      },
+    }),
+    revoke: action({
+      description: "Revoke a host's token and cut it off now; its sessions end after the host grace period.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: { host_id: "builder-1" },
+      input: z.object({ host_id: HostIdSchema }),
+      async handler(args, ctx) {
+        ctx.auditTarget(args.host_id);
+        const revoked = await objects.tokens(ctx.env).revokeHost(args.host_id);
+        if (revoked.length === 0) throw new AppError("not_found", `host ${args.host_id} has no active token`);
+        await objects
+          .hostRegistry(ctx.env)
+          .disconnectHost({ hostId: args.host_id, reason: "its token was revoked" });
+        return { host_id: args.host_id, revoked_tokens: revoked };
+      },
+    }),
+  },
+});

@@ -1,0 +1,114 @@
+import { z } from "zod";
+import { can, visibleProjects } from "../auth/access.js";
+import { randomHex } from "../auth/digest.js";
+import { AppError, unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import {
+  AGENTS,
+  CONTAINER_TYPES,
+  configProblem,
+  LimitsSchema,
+  ProjectConfigSchema,
+  ProjectIdSchema,
+} from "../projects/project-config.js";
+import { action, defineActionTool } from "./define.js";
+
+const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+
+export const projectTool = defineActionTool({
+  name: "project",
+  title: "Projects",
+  description:
+    "Projects own a container (started on demand) and its workspaces. Create, list, inspect, delete; options lists what create accepts.",
+  actions: {
+    create: action({
+      description: "Create a project (with a default workspace, git-initialised unless init_git is false).",
+      access: "write",
+      target: "global",
+      timing: "sync",
+      example: { name: "my-service", description: "The billing service", workspace_isolation: true },
+      input: ProjectConfigSchema,
+      async handler(args, ctx) {
+        const problem = configProblem(args);
+        if (problem) throw new AppError("invalid_arguments", problem);
+        const projectId = `prj_${randomHex(12)}`;
+        ctx.auditTarget(projectId);
+        unwrap(await objects.projectDirectory(ctx.env).reserve(projectId, args.name));
+        try {
+          return unwrap(
+            await objects
+              .project(ctx.env, projectId)
+              .init({ projectId, config: args, createdBy: ctx.principal.tokenId }),
+          );
+        } catch (err) {
+          await objects.projectDirectory(ctx.env).remove(projectId);
+          throw err;
+        }
+      },
+    }),
+    list: action({
+      description: "List the projects this token may see.",
+      access: "read",
+      target: "global",
+      timing: "sync",
+      example: {},
+      input: z.object({}),
+      async handler(_args, ctx) {
+        const visible = visibleProjects(ctx.principal);
+        const projects = await objects.projectDirectory(ctx.env).list(visible === null ? null : [...visible]);
+        return { projects };
+      },
+    }),
+    get: action({
+      description: "A project's config, default workspace, session counts and host.",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT },
+      input: z.object({ project_id: ProjectIdSchema }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        return unwrap(await objects.project(ctx.env, args.project_id).info());
+      },
+    }),
+    delete: action({
+      description:
+        "Delete a project, its workspaces and its project-scoped tokens. Refused while sessions run unless force is true.",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, force: false },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        force: z.boolean().default(false).describe("End running sessions first instead of refusing."),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const deleted = unwrap(
+          await objects
+            .project(ctx.env, args.project_id)
+            .delete({ force: args.force, by: ctx.principal.tokenId }),
+        );
+        await objects.projectDirectory(ctx.env).remove(args.project_id);
+        const revokedTokens = await objects.tokens(ctx.env).revokeProject(args.project_id);
+        return { ...deleted, deleted: true, revoked_tokens: revokedTokens };
+      },
+    }),
+    options: action({
+      description: "What project create accepts: container types, agents, default limits.",
+      access: "read",
+      target: "global",
+      timing: "sync",
+      example: {},
+      input: z.object({}),
+      async handler(_args, ctx) {
+        return {
+          container_types: CONTAINER_TYPES,
+          agents: AGENTS,
+          default_limits: LimitsSchema.parse({}),
+          can_create: can(ctx.principal, "write", { kind: "global" }),
+        };
+      },
+    }),
+  },
+});

@@ -1,0 +1,112 @@
+import { z } from "zod";
+import { randomHex, sha256Hex } from "../auth/digest.js";
+import { type Scope, ScopeSchema, scopeProject } from "../auth/scopes.js";
+import { AppError, unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import type { ToolContext } from "./context.js";
+import { action, defineActionTool } from "./define.js";
+
+/** A new token: `oub_` + 64 hex digits. Only its SHA-256 and its first characters are kept. */
+export async function mintToken(): Promise<{ token: string; sha256: string; prefix: string }> {
+  const token = `oub_${randomHex(32)}`;
+  return { token, sha256: await sha256Hex(token), prefix: token.slice(0, 10) };
+}
+
+/** When an expiry given in hours falls (epoch ms), or null for none. */
+export function expiryOf(hours: number | undefined): number | null {
+  return hours === undefined ? null : Date.now() + Math.round(hours * 3_600_000);
+}
+
+/** Refuses a project scope whose project does not exist. */
+async function requireScopeProjects(ctx: ToolContext, scopes: Scope[]): Promise<void> {
+  for (const scope of scopes) {
+    const projectId = scopeProject(scope);
+    if (projectId !== null && !(await objects.projectDirectory(ctx.env).exists(projectId))) {
+      throw new AppError("invalid_arguments", `scope ${scope}: no project ${projectId}`);
+    }
+  }
+}
+
+const TokenIdSchema = z
+  .string()
+  .regex(/^tok_[0-9a-f]{16}$/, "token_id looks like tok_ followed by 16 hex digits")
+  .describe("Token id (from token list).");
+
+export const tokenTool = defineActionTool({
+  name: "token",
+  title: "API tokens",
+  description:
+    "Create, list and revoke API tokens (admin only). A token is shown once, at creation; only its hash is kept.",
+  actions: {
+    create: action({
+      description:
+        "Create a token with a scope: admin, admin:ro, project:<id> or project:<id>:ro. Returns the token once.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: {
+        name: "teammate-readonly",
+        scope: "project:prj_0123456789abcdef01234567:ro",
+        expires_in_hours: 720,
+      },
+      input: z.object({
+        name: z.string().min(1).max(128).describe("What the token is for."),
+        scope: ScopeSchema.describe("admin, admin:ro, project:<id> or project:<id>:ro."),
+        expires_in_hours: z
+          .number()
+          .positive()
+          .max(24 * 365 * 10)
+          .optional()
+          .describe("The token stops working after this long (default: never)."),
+      }),
+      async handler(args, ctx) {
+        await requireScopeProjects(ctx, [args.scope]);
+        const minted = await mintToken();
+        const info = unwrap(
+          await objects.tokens(ctx.env).create({
+            kind: "caller",
+            name: args.name,
+            scopes: [args.scope],
+            hostId: null,
+            expiresAt: expiryOf(args.expires_in_hours),
+            createdBy: ctx.principal.tokenId,
+            sha256: minted.sha256,
+            prefix: minted.prefix,
+          }),
+        );
+        ctx.auditTarget(info.token_id);
+        return { ...info, token: minted.token, note: "Store the token now: it is not shown again." };
+      },
+    }),
+    list: action({
+      description: "List tokens (masked): id, name, scopes, status, expiry, last use.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: {},
+      input: z.object({ include_revoked: z.boolean().default(false) }),
+      async handler(args, ctx) {
+        const tokens = await objects.tokens(ctx.env).list(null);
+        return { tokens: args.include_revoked ? tokens : tokens.filter((t) => t.status !== "revoked") };
+      },
+    }),
+    revoke: action({
+      description: "Revoke a token by id; it stops working everywhere within seconds.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: { token_id: "tok_0123456789abcdef" },
+      input: z.object({ token_id: TokenIdSchema }),
+      async handler(args, ctx) {
+        ctx.auditTarget(args.token_id);
+        const revoked = unwrap(await objects.tokens(ctx.env).revoke(args.token_id));
+        if (revoked.kind === "host" && revoked.host_id !== null) {
+          await objects
+            .hostRegistry(ctx.env)
+            .disconnectHost({ hostId: revoked.host_id, reason: "its token was revoked" });
+        }
+        return revoked;
+      },
+    }),
+  },
+});

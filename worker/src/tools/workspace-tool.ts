@@ -1,0 +1,40 @@
+import { z } from "zod";
+import { unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import { action, defineActionTool } from "./define.js";
+
+const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+
+export const workspaceTool = defineActionTool({
+  name: "workspace",
+  title: "Workspaces",
+  description:
+    "A project's workspaces: directories under /workspace in its container, one per line of work. Create one with session spawn (workspace_id, create_workspace).",
+  actions: {
+    list: action({
+      description: "List the project's workspaces and the sessions running in each.",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT },
+      input: z.object({ project_id: ProjectIdSchema }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        return { workspaces: unwrap(await objects.project(ctx.env, args.project_id).listWorkspaces()) };
+      },
+    }),
+    delete: action({
+      description: "Delete a workspace (not the default one, nor one a session runs in).",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, workspace_id: "experiment-1" },
+      input: z.object({ project_id: ProjectIdSchema, workspace_id: WorkspaceIdSchema }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        return unwrap(await objects.project(ctx.env, args.project_id).deleteWorkspace(args.workspace_id));
+      },
+    }),
+  },
+});
