@@ -46,6 +46,8 @@ export interface FakeHostOptions {
   sessions?: string[];
   /** Default: every request succeeds. null: the host never answers. */
   answer?: (request: HostRequest) => HostAnswer | null;
+  /** The host token to connect with (default: the configured one). */
+  token?: string;
 }
 
 /** A host id no other test (or test file) uses, so no placement of another test is reconciled. */
@@ -69,7 +71,7 @@ export class FakeHost {
   static async open(hostId: string, options: FakeHostOptions = {}): Promise<FakeHost> {
     const socket = await RpcSocket.connect(
       `/v1/tunnel/host?host_id=${encodeURIComponent(hostId)}`,
-      HOST_TOKEN,
+      options.token ?? HOST_TOKEN,
     );
     const answer = options.answer ?? (() => ({ ok: true }));
     socket.onFrame((frame) => {

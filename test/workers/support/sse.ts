@@ -18,6 +18,11 @@ export class SseReader {
   readonly #waiters = new Set<Waiter>();
   readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
   #buffer = "";
+  #end: () => void = () => {};
+  /** Settles when the stream ends (the server closed it, or it failed). */
+  readonly ended: Promise<void> = new Promise((resolve) => {
+    this.#end = resolve;
+  });
 
   constructor(body: ReadableStream<Uint8Array> | null) {
     if (!body) throw new Error("the response has no body");
@@ -63,7 +68,10 @@ export class SseReader {
     const decoder = new TextDecoder();
     for (;;) {
       const chunk = await this.#reader.read().catch(() => ({ done: true as const, value: undefined }));
-      if (chunk.done) return;
+      if (chunk.done) {
+        this.#end();
+        return;
+      }
       this.#buffer += decoder.decode(chunk.value, { stream: true });
       let end = this.#buffer.indexOf("\n\n");
       while (end !== -1) {

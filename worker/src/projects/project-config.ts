@@ -40,17 +40,24 @@ const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE|CREDENTIAL)/
 
 const EnvSchema = z
   .record(
-    z
-      .string()
-      .regex(/^[A-Z_][A-Z0-9_]{0,127}$/, "env names are UPPER_SNAKE_CASE")
-      .refine((name) => !name.startsWith("OUBLIETTE_"), "OUBLIETTE_* names are reserved")
-      .refine(
-        (name) => !SECRET_NAME.test(name),
-        "env holds non-secret settings only; secrets never go into project config",
-      ),
+    z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/, "env names are UPPER_SNAKE_CASE"),
     z.string().max(4096),
   )
-  .refine((env) => Object.keys(env).length <= 64, "at most 64 env entries");
+  .superRefine((env, ctx) => {
+    const names = Object.keys(env);
+    if (names.length > 64) ctx.addIssue({ code: "custom", message: "at most 64 env entries" });
+    for (const name of names) {
+      if (name.startsWith("OUBLIETTE_")) {
+        ctx.addIssue({ code: "custom", path: [name], message: "OUBLIETTE_* names are reserved" });
+      } else if (SECRET_NAME.test(name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: "env holds non-secret settings only; secrets never go into project config",
+        });
+      }
+    }
+  });
 
 const RelativePathSchema = z
   .string()

@@ -230,7 +230,7 @@ export class ProjectDurableObject extends DurableObject<Env> {
 
   /**
    * Deletes the project: refuses while sessions run unless `force`, which ends them first. The
-   * object's storage is wiped; the caller removes the directory entry and the project's tokens.
+   * object's rows are wiped; the caller removes the directory entry and the project's tokens.
    */
   async delete(input: {
     force: boolean;
@@ -249,7 +249,7 @@ export class ProjectDurableObject extends DurableObject<Env> {
       const reason = `project ${project.id} was deleted by ${input.by}`;
       await Promise.all(live.map((s) => objects.session(this.env, s.sessionId).terminate(reason)));
       this.#log.info("project deleted", { project: project.id, ended: live.length });
-      await this.ctx.storage.deleteAll();
+      this.#store.wipe();
       return { project_id: project.id, ended_sessions: live.map((s) => s.sessionId) };
     });
   }

@@ -114,6 +114,11 @@ export class ProjectStore {
     this.#sql.exec("UPDATE project SET host_id = ?", hostId);
   }
 
+  /** Forgets the project (it was deleted): every row goes, the tables stay for the object's next use. */
+  wipe(): void {
+    this.#sql.exec("DELETE FROM project; DELETE FROM sessions; DELETE FROM workspaces;");
+  }
+
   // ---- sessions
 
   addSession(entry: SessionEntry): void {

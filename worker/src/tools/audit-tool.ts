@@ -17,14 +17,18 @@ export const auditTool = defineTool({
       limit: z.number().int().min(1).max(500).default(100),
       before: z.number().int().positive().optional().describe("next_before of the previous page."),
       token_id: z.string().max(128).optional().describe("Only this token's entries."),
-      action: z.string().max(128).optional().describe("Only actions starting with this (e.g. token.)."),
+      action_prefix: z
+        .string()
+        .max(128)
+        .optional()
+        .describe("Only actions starting with this (e.g. token.)."),
     }),
     async handler(args, ctx) {
       return objects.audit(ctx.env).list({
         before: args.before ?? null,
         limit: args.limit,
         tokenId: args.token_id ?? null,
-        action: args.action ?? null,
+        action: args.action_prefix ?? null,
       });
     },
   },

@@ -1,0 +1,241 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
+import { callTool, initialize, type ToolResult } from "./support/mcp.js";
+import { createProject } from "./support/projects.js";
+
+let admin = "";
+beforeEach(async () => {
+  admin = await initialize();
+  await FakeHost.connect(uniqueHostId("projects"), { maxSessions: 50 });
+});
+afterEach(disconnectAll);
+
+const call = (tool: string, args: Record<string, unknown>) => callTool(admin, tool, args);
+const codeOf = (r: ToolResult) =>
+  z.object({ error: z.object({ code: z.string() }) }).parse(r.structuredContent).error.code;
+const sessionIdOf = (r: ToolResult) =>
+  z.object({ session_id: z.string() }).parse(r.structuredContent).session_id;
+
+describe("project", () => {
+  it("creates a project with defaults and a git-initialised default workspace; names are unique", async () => {
+    const name = `svc-${crypto.randomUUID().slice(0, 8)}`;
+    const created = await call("project", { action: "create", name, env: { LOG_LEVEL: "debug" } });
+    expect(created.structuredContent).toMatchObject({
+      project_id: expect.stringMatching(/^prj_[0-9a-f]{24}$/),
+      name,
+      default_agent: "scripted",
+      init_git: true,
+      workspace_isolation: false,
+      limits: { max_recursion_depth: 3, idle_timeout_minutes: 30 },
+      workspaces: 1,
+    });
+    const projectId = String(created.structuredContent?.project_id);
+    const workspaces = await call("workspace", { action: "list", project_id: projectId });
+    expect(workspaces.structuredContent).toMatchObject({
+      workspaces: [{ workspace_id: "default", default: true, origin: "init" }],
+    });
+    expect(codeOf(await call("project", { action: "create", name }))).toBe("conflict");
+    const listed = await call("project", { action: "list" });
+    expect(listed.content[0]?.text).toContain(projectId);
+    expect((await call("project", { action: "get", project_id: projectId })).structuredContent).toMatchObject(
+      { name },
+    );
+  });
+
+  it.each([
+    [{ name: "has space" }, "name"],
+    [{ name: "x", env: { API_KEY: "s3cret" } }, "secrets"],
+    [{ name: "x", env: { OUBLIETTE_SOCKET: "/x" } }, "reserved"],
+    [{ name: "x", limits: { memory_mb: 1 } }, "memory_mb"],
+    [{ name: "x", remote_url: "-uhttps://evil" }, "remote_url"],
+    [{ name: "x", protected_paths: ["../etc"] }, "protected"],
+    [{ name: "x", container_type: "default", image: "node:20" }, "not both"],
+  ])("refuses an invalid config %j with a message naming the problem", async (config, words) => {
+    const result = await call("project", { action: "create", ...config });
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toContain(words);
+  });
+
+  it("options lists container types, agents and default limits", async () => {
+    const options = await call("project", { action: "options" });
+    expect(options.structuredContent).toMatchObject({
+      container_types: { default: expect.any(String) },
+      agents: { scripted: expect.any(String), "claude-code": expect.any(String) },
+      default_limits: { pids: 256 },
+    });
+  });
+
+  it("config_limits returns the project's limits", async () => {
+    const projectId = await createProject({ limits: { max_recursion_depth: 1, max_cost_usd: 5 } });
+    const limits = await call("config_limits", { project_id: projectId });
+    expect(limits.structuredContent).toMatchObject({
+      project_id: projectId,
+      max_recursion_depth: 1,
+      max_cost_usd: 5,
+    });
+  });
+
+  it("refuses delete while a session runs, deletes with force (ending it) and revokes the project's tokens", async () => {
+    const projectId = await createProject();
+    const sessionId = sessionIdOf(await call("session", { action: "spawn", project_id: projectId }));
+    const token = await call("token", { action: "create", name: "mate", scope: `project:${projectId}` });
+    expect(codeOf(await call("project", { action: "delete", project_id: projectId }))).toBe("conflict");
+    const deleted = await call("project", { action: "delete", project_id: projectId, force: true });
+    expect(deleted.structuredContent).toMatchObject({
+      deleted: true,
+      ended_sessions: [sessionId],
+      revoked_tokens: 1,
+    });
+    expect((await call("session", { action: "get", session_id: sessionId })).structuredContent).toMatchObject(
+      { status: "ended" },
+    );
+    expect(codeOf(await call("project", { action: "get", project_id: projectId }))).toBe("not_found");
+    expect((await call("project", { action: "list" })).content[0]?.text).not.toContain(projectId);
+    const tokens = await call("token", { action: "list", include_revoked: true });
+    const tokenId = String(token.structuredContent?.token_id);
+    const listed = z
+      .object({ tokens: z.array(z.looseObject({ token_id: z.string(), status: z.string() })) })
+      .parse(tokens.structuredContent);
+    expect(listed.tokens.find((t) => t.token_id === tokenId)?.status).toBe("revoked");
+  });
+});
+
+describe("sessions and workspaces", () => {
+  it("resumes the workspace's running session unless new_session, and creates workspaces on request", async () => {
+    const projectId = await createProject();
+    const first = await call("session", { action: "spawn", project_id: projectId });
+    expect(first.structuredContent).toMatchObject({ workspace_id: "default", resumed: false });
+    const again = await call("session", { action: "spawn", project_id: projectId, prompt: "more" });
+    expect(again.structuredContent).toMatchObject({
+      session_id: sessionIdOf(first),
+      resumed: true,
+      message_seq: 1,
+    });
+    const fresh = await call("session", { action: "spawn", project_id: projectId, new_session: true });
+    expect(sessionIdOf(fresh)).not.toBe(sessionIdOf(first));
+    expect(
+      codeOf(await call("session", { action: "spawn", project_id: projectId, workspace_id: "feature-x" })),
+    ).toBe("not_found");
+    const other = await call("session", {
+      action: "spawn",
+      project_id: projectId,
+      workspace_id: "feature-x",
+      create_workspace: true,
+    });
+    expect(other.structuredContent).toMatchObject({ workspace_id: "feature-x", resumed: false });
+    const generated = await call("session", {
+      action: "spawn",
+      project_id: projectId,
+      create_workspace: true,
+    });
+    expect(generated.structuredContent).toMatchObject({
+      workspace_id: expect.stringMatching(/^ws-[0-9a-f]{12}$/),
+    });
+    // message by project: to the default workspace's running session (the newest, when several run).
+    const message = await call("session", { action: "message", project_id: projectId, message: "hello" });
+    expect(message.structuredContent).toMatchObject({ session_id: sessionIdOf(fresh), resumed: true });
+  });
+
+  it("refuses to delete the default workspace or one a session runs in", async () => {
+    const projectId = await createProject();
+    await call("session", {
+      action: "spawn",
+      project_id: projectId,
+      workspace_id: "busy",
+      create_workspace: true,
+    });
+    expect(
+      codeOf(await call("workspace", { action: "delete", project_id: projectId, workspace_id: "default" })),
+    ).toBe("conflict");
+    expect(
+      codeOf(await call("workspace", { action: "delete", project_id: projectId, workspace_id: "busy" })),
+    ).toBe("conflict");
+    const sessions = await call("session", { action: "list", project_id: projectId });
+    const [busy] = z
+      .object({ sessions: z.array(z.object({ session_id: z.string() })) })
+      .parse(sessions.structuredContent).sessions;
+    await call("session", { action: "end", session_id: busy?.session_id });
+    const deleted = await call("workspace", {
+      action: "delete",
+      project_id: projectId,
+      workspace_id: "busy",
+    });
+    expect(deleted.structuredContent).toMatchObject({ workspace_id: "busy", deleted: true });
+  });
+
+  it("lists sessions by status and owner, a page at a time, and cleans up old ended ones", async () => {
+    const projectId = await createProject();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++)
+      ids.push(
+        sessionIdOf(await call("session", { action: "spawn", project_id: projectId, new_session: true })),
+      );
+    await call("session", { action: "end", session_id: ids[0] });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await call("session", {
+        action: "list",
+        project_id: projectId,
+        limit: 2,
+        ...(cursor ? { cursor } : {}),
+      });
+      const parsed = z
+        .object({
+          sessions: z.array(z.object({ session_id: z.string() })),
+          next_cursor: z.string().nullable(),
+        })
+        .parse(page.structuredContent);
+      expect(parsed.sessions.length).toBeLessThanOrEqual(2);
+      seen.push(...parsed.sessions.map((s) => s.session_id));
+      cursor = parsed.next_cursor;
+    } while (cursor !== null);
+    expect(seen).toEqual(ids);
+    const ended = await call("session", { action: "list", project_id: projectId, status: "ended" });
+    expect(ended.structuredContent).toMatchObject({
+      sessions: [{ session_id: ids[0], end_reason: "ended by the caller" }],
+    });
+    const byOther = await call("session", { action: "list", project_id: projectId, owner: "nobody" });
+    expect(byOther.structuredContent).toMatchObject({ sessions: [] });
+    const cleaned = await call("session", { action: "cleanup", project_id: projectId, max_age_hours: 0 });
+    expect(cleaned.structuredContent).toMatchObject({ removed: 1, session_ids: [ids[0]] });
+    expect(codeOf(await call("session", { action: "get", session_id: ids[0] }))).toBe("not_found");
+  });
+});
+
+describe("audit", () => {
+  it("records mutating calls (with outcome) and not reads; only admins read it", async () => {
+    const name = `audited-${crypto.randomUUID().slice(0, 8)}`;
+    const created = await call("project", { action: "create", name });
+    await call("project", { action: "create", name });
+    await call("project", { action: "list" });
+    const projectId = String(created.structuredContent?.project_id);
+    const entries = async () =>
+      z
+        .object({
+          entries: z.array(
+            z.object({
+              action: z.string(),
+              target: z.string().nullable(),
+              outcome: z.string(),
+              token_id: z.string(),
+            }),
+          ),
+        })
+        .parse((await call("audit", { action_prefix: "project." })).structuredContent).entries;
+    let log = await entries();
+    for (let i = 0; i < 20 && !log.some((e) => e.outcome === "conflict"); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      log = await entries();
+    }
+    expect(log).toContainEqual({
+      action: "project.create",
+      target: projectId,
+      outcome: "ok",
+      token_id: "admin",
+    });
+    expect(log).toContainEqual(expect.objectContaining({ action: "project.create", outcome: "conflict" }));
+    expect(log.some((e) => e.action === "project.list")).toBe(false);
+  });
+});
