@@ -20,6 +20,8 @@ export const AgentEventBodySchema = z.discriminatedUnion("type", [
     text: z.string().optional(),
   }),
   z.object({ type: z.literal("droid_log"), text: z.string() }),
+  /** The agent finished the turn of droid message `message_seq` (its adapter knows when). */
+  z.object({ type: z.literal("turn_completed"), message_seq: z.number().int().positive().optional() }),
 ]);
 export type AgentEventBody = z.infer<typeof AgentEventBodySchema>;
 

@@ -29,6 +29,12 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     text: z.string().optional(),
   }),
   z.object({ ...base, type: z.literal("droid_log"), text: z.string() }),
+  /** The droid finished the turn of message `message_seq` (the session may now count as idle). */
+  z.object({
+    ...base,
+    type: z.literal("turn_completed"),
+    message_seq: z.number().int().positive().optional(),
+  }),
   z.object({ ...base, type: z.literal("message_sent"), seq: z.number().int(), text: z.string() }),
   z.object({
     ...base,

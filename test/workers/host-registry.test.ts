@@ -165,6 +165,8 @@ describe("a host that refuses session_start", () => {
       prompt: null,
       image: null,
       via: null,
+      idleTimeoutMs: 0,
+      maxLifetimeMs: 0,
     });
     expect(created).toMatchObject({ ok: false, error: { code: "host_error" } });
     if (created.ok) throw new Error("expected a failure");
@@ -194,6 +196,8 @@ describe("a host that refuses session_start", () => {
       prompt: null,
       image: null,
       via: null,
+      idleTimeoutMs: 0,
+      maxLifetimeMs: 0,
     });
     await host.socket.nextRequest(TunnelMethod.sessionStart);
     host.close();

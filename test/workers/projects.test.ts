@@ -27,7 +27,7 @@ describe("project", () => {
       default_agent: "scripted",
       init_git: true,
       workspace_isolation: false,
-      limits: { max_recursion_depth: 3, idle_timeout_minutes: 30 },
+      limits: { max_recursion_depth: 3, idle_timeout_seconds: 1800, max_lifetime_seconds: 86400 },
       workspaces: 1,
     });
     const projectId = String(created.structuredContent?.project_id);

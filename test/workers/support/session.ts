@@ -28,6 +28,8 @@ export interface SpawnOptions {
   prompt?: string | null;
   via?: Via | null;
   projectId?: string;
+  idleTimeoutMs?: number;
+  maxLifetimeMs?: number;
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -44,6 +46,8 @@ export async function spawn(options: SpawnOptions = {}) {
     prompt: options.prompt ?? null,
     image: null,
     via: options.via ?? null,
+    idleTimeoutMs: options.idleTimeoutMs ?? 0,
+    maxLifetimeMs: options.maxLifetimeMs ?? 0,
   });
   if (!created.ok) throw new Error(`spawn failed: ${created.error.code} ${created.error.message}`);
   return { sessionId, stub, info: created.value };

@@ -101,18 +101,19 @@ export const LimitsSchema = z.object({
   memory_mb: z.number().int().min(128).max(262_144).default(1024).describe("Container memory limit."),
   cpus: z.number().min(0.1).max(128).default(1).describe("Container CPU limit."),
   pids: z.number().int().min(32).max(65_536).default(256).describe("Container process limit."),
-  idle_timeout_minutes: z
+  idle_timeout_seconds: z
     .number()
     .int()
     .min(1)
-    .max(7 * 24 * 60)
-    .default(30)
-    .describe("A session with nothing in flight stops after this long idle."),
-  max_lifetime_hours: z
+    .max(7 * 24 * 3600)
+    .default(30 * 60)
+    .describe("A session with no turn and no caller tool call in flight stops after this long idle."),
+  max_lifetime_seconds: z
     .number()
-    .min(0.01)
-    .max(24 * 30)
-    .default(24)
+    .int()
+    .min(1)
+    .max(30 * 24 * 3600)
+    .default(24 * 3600)
     .describe("Hard cap on a session's life."),
 });
 export type Limits = z.infer<typeof LimitsSchema>;

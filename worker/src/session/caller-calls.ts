@@ -22,6 +22,8 @@ export interface CallerCallsDeps {
   sendOutcome(callId: string, outcome: CallerToolOutcome): void;
   isCallerPresent(now: number): boolean;
   scheduleAlarm(): void;
+  /** A call began or ended: the session is not idle (its lifetime rules start counting again). */
+  activity(now: number): void;
   log: Log;
 }
 
@@ -170,6 +172,7 @@ export class CallerCalls {
     const now = Date.now();
     if (options.send) this.#d.sendOutcome(call.callId, outcome);
     if (!this.#d.store.completeCall(call.callId, outcome, now)) return;
+    this.#d.activity(now);
     if (!outcome.ok && outcome.error.reason !== "caller_error") {
       this.#d.events.emit({
         type: "caller_tool_failed",
@@ -183,10 +186,9 @@ export class CallerCalls {
   }
 
   #finished(now: number): void {
-    if (this.#pruneAt === null) {
-      this.#pruneAt = now + DONE_CALL_RETENTION_MS;
-      this.#d.scheduleAlarm();
-    }
+    if (this.#pruneAt === null) this.#pruneAt = now + DONE_CALL_RETENTION_MS;
+    // The idle clock restarted too.
+    this.#d.scheduleAlarm();
   }
 }
 

@@ -10,6 +10,7 @@ import { objects } from "../objects/keys.js";
 import { CallerCalls } from "./caller-calls.js";
 import { EventLog } from "./event-log.js";
 import { HostTunnel } from "./host-tunnel.js";
+import { Lifetime } from "./lifetime.js";
 import { McpFanout } from "./mcp-fanout.js";
 import { failure } from "./outcomes.js";
 import { Presence } from "./presence.js";
@@ -34,6 +35,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly #tunnel: HostTunnel;
   readonly #subscribers: SubscriberSockets;
   readonly #fanout: McpFanout;
+  readonly #lifetime: Lifetime;
   #record: SessionRecord | null;
   #log: Log;
   #alarmAt: number | null = null;
@@ -86,7 +88,10 @@ export class SessionDurableObject extends DurableObject<Env> {
       storedEventSeq: () => record().storedHostEventSeq,
       config: () => this.#callerConfig(),
       pendingMessages: () => this.#store.pendingMessages(),
-      callerTool: (callId, tool, args) => this.#calls.onCall(callId, tool, args),
+      callerTool: (callId, tool, args) => {
+        this.#lifetime.touch(Date.now());
+        return this.#calls.onCall(callId, tool, args);
+      },
       cancel: (callId, reason) => this.#calls.cancel(callId, reason),
       events: (events) => this.#agentEvents(events),
       end: (reason) => this.#finish("ended", reason),
@@ -100,8 +105,13 @@ export class SessionDurableObject extends DurableObject<Env> {
       sendOutcome: (callId, outcome) => this.#tunnel.sendOutcome(callId, outcome),
       isCallerPresent: (now) => this.#presence.isPresent(now),
       scheduleAlarm: () => this.#scheduleAlarm(),
+      activity: (now) => {
+        this.#lifetime.touch(now);
+        this.#save();
+      },
       log: this.#log,
     });
+    this.#lifetime = new Lifetime({ record, countWaiting: () => this.#store.countWaiting() });
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     void ctx.blockConcurrencyWhile(async () => {
       this.#alarmAt = await ctx.storage.getAlarm();
@@ -131,6 +141,10 @@ export class SessionDurableObject extends DurableObject<Env> {
       lastMessageSeq: 0,
       storedHostEventSeq: 0,
       plainDroppedAt: null,
+      idleTimeoutMs: input.idleTimeoutMs,
+      maxLifetimeMs: input.maxLifetimeMs,
+      lastActivityAt: Date.now(),
+      completedTurnSeq: 0,
     };
     this.#save();
     this.#log = createLog({ component: "session", session: input.sessionId });
@@ -156,6 +170,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       spec: input.image ? { image: input.image } : {},
     });
     if (!started.ok) return this.#failStart(started);
+    // The lifetime rules run from here on.
+    this.#scheduleAlarm();
     if (isLive(record.status)) {
       this.#reportStatus(null);
       this.#events.emit({
@@ -314,6 +330,11 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#calls.expire(now);
     this.#presence.check(now);
     this.#calls.prune(now);
+    const stop = isLive(this.#record.status) ? this.#lifetime.expired(now) : null;
+    if (stop !== null) {
+      this.#log.info("session stopped by its lifetime rules", { reason: stop });
+      await this.#finish("ended", stop);
+    }
     this.#scheduleAlarm();
   }
 
@@ -321,7 +342,10 @@ export class SessionDurableObject extends DurableObject<Env> {
 
   /** Sets the alarm to the earliest moment anything is due (deadlines, grace periods, pruning). */
   #scheduleAlarm(): void {
-    const due = [this.#calls.nextDue(), this.#presence.nextDue()].filter((t): t is number => t !== null);
+    const lifetime = this.#record && isLive(this.#record.status) ? this.#lifetime.nextDue() : null;
+    const due = [this.#calls.nextDue(), this.#presence.nextDue(), lifetime].filter(
+      (t): t is number => t !== null,
+    );
     if (due.length === 0) return;
     const at = Math.min(...due);
     if (this.#alarmAt !== null && this.#alarmAt <= at && this.#alarmAt > Date.now()) return;
@@ -352,7 +376,15 @@ export class SessionDurableObject extends DurableObject<Env> {
     for (const { seq, ...event } of events) {
       if (seq <= record.storedHostEventSeq) continue;
       record.storedHostEventSeq = seq;
+      this.#lifetime.touch(Date.now());
       this.#events.emit(event);
+      if (event.type === "turn_completed") {
+        record.completedTurnSeq = Math.max(
+          record.completedTurnSeq,
+          event.message_seq ?? record.lastMessageSeq,
+        );
+        continue;
+      }
       if (event.type !== "droid_status") continue;
       if (event.status === "running" && record.status === "starting") {
         record.status = "running";
@@ -362,6 +394,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       else if (event.status === "failed") ending = ["failed", event.message ?? "the droid failed"];
     }
     this.#save();
+    this.#scheduleAlarm();
     // After the answer (which acknowledges the events to the runner) has gone out.
     if (ending) {
       const [status, reason] = ending;
@@ -455,10 +488,12 @@ export class SessionDurableObject extends DurableObject<Env> {
   #queueMessage(text: string): number {
     const record = this.#requireRecord();
     record.lastMessageSeq += 1;
+    this.#lifetime.touch(Date.now());
     const seq = record.lastMessageSeq;
     this.#store.queueMessage(seq, text);
     this.#save();
     this.#events.emit({ type: "message_sent", seq, text });
+    this.#scheduleAlarm();
     this.#tunnel.sendMessage(seq, text);
     return seq;
   }
@@ -492,6 +527,9 @@ export class SessionDurableObject extends DurableObject<Env> {
       caller_tools: r.callerTools.map((t) => t.name),
       caller_timeout_ms: r.callerTimeoutMs,
       pending_caller_requests: this.#store.countWaiting(),
+      busy: this.#lifetime.busy(),
+      idle_timeout_seconds: Math.round(r.idleTimeoutMs / 1000),
+      max_lifetime_seconds: Math.round(r.maxLifetimeMs / 1000),
       next_index: this.#events.nextIndex,
       created_at: r.createdAt,
       ended_at: r.endedAt,

@@ -22,6 +22,13 @@ export interface SessionRecord {
   lastMessageSeq: number;
   /** Highest agent event seq stored (agent events are idempotent by seq). */
   storedHostEventSeq: number;
+  /** Idle timeout and lifetime cap (0: none), from the project's limits at spawn. */
+  idleTimeoutMs: number;
+  maxLifetimeMs: number;
+  /** Last message, droid event or caller tool call (epoch ms): the idle clock. */
+  lastActivityAt: number | null;
+  /** Highest message seq whose turn the droid finished (`turn_completed`). */
+  completedTurnSeq: number;
   /** When the owner's last plain SSE/WebSocket subscriber went away (epoch ms), for the grace period. */
   plainDroppedAt: number | null;
 }
@@ -38,6 +45,10 @@ export interface SessionInfo {
   caller_tools: string[];
   caller_timeout_ms: number;
   pending_caller_requests: number;
+  /** A turn or a caller tool call is in flight (the session is not idle). */
+  busy: boolean;
+  idle_timeout_seconds: number;
+  max_lifetime_seconds: number;
   next_index: number;
   created_at: string;
   ended_at: string | null;

@@ -77,6 +77,11 @@ export class SessionStore {
     const record = JSON.parse(String(row.v)) as SessionRecord;
     // Records written before workspaces existed ran in the project's default workspace.
     record.workspaceId ??= "default";
+    // ... and had no lifetime rules.
+    record.idleTimeoutMs ??= 0;
+    record.maxLifetimeMs ??= 0;
+    record.lastActivityAt ??= null;
+    record.completedTurnSeq ??= 0;
     return record;
   }
 

@@ -23,6 +23,9 @@ export interface CreateSessionInput {
   prompt: string | null;
   image: string | null;
   via: Via | null;
+  /** From the project's limits; 0 turns a rule off. */
+  idleTimeoutMs: number;
+  maxLifetimeMs: number;
 }
 
 export interface SendMessageInput {

@@ -174,6 +174,8 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     prompt: args.prompt ?? null,
     image: args.image ?? plan.config.image ?? null,
     via: ctx.mcp?.via ?? null,
+    idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
+    maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
   });
   return { ...settled(ctx, sessionId, result), resumed: false };
 }
