@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import type { Logger } from "../../../lib/log.js";
-import { PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
+import { DEFAULT_WORKSPACE_ID, PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
 import { type ProjectSpec, ProjectSpecSchema } from "../../../protocol/project.js";
 import type { SessionStartParams } from "../../../protocol/tunnel.js";
 import type {
@@ -136,6 +136,9 @@ export class ProjectManager {
 
   async deleteWorkspace(projectId: string, workspaceId: string): Promise<void> {
     const project = this.project(projectId);
+    if (workspaceId === DEFAULT_WORKSPACE_ID) {
+      throw new HostError("invalid", "the default workspace belongs to the project; remove the project instead");
+    }
     if (project.usesWorkspace(workspaceId))
       throw new HostError("busy", `a running session works in workspace ${workspaceId}; stop it first`);
     await project.workspaces.delete(workspaceId);
