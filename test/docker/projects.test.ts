@@ -47,8 +47,12 @@ function linkedPeers(): { registry: RpcPeer; host: RpcPeer } {
   let a: RpcPeer | null = null;
   let b: RpcPeer | null = null;
   const options = { maxMessageBytes: 1024 * 1024, logger };
-  a = new RpcPeer({ ...options, send: (text) => (setImmediate(() => b?.receive(text)), true) });
-  b = new RpcPeer({ ...options, send: (text) => (setImmediate(() => a?.receive(text)), true) });
+  const deliver = (to: () => RpcPeer | null) => (text: string) => {
+    setImmediate(() => to()?.receive(text));
+    return true;
+  };
+  a = new RpcPeer({ ...options, send: deliver(() => b) });
+  b = new RpcPeer({ ...options, send: deliver(() => a) });
   return { registry: a, host: b };
 }
 

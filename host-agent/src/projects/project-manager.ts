@@ -137,7 +137,10 @@ export class ProjectManager {
   async deleteWorkspace(projectId: string, workspaceId: string): Promise<void> {
     const project = this.project(projectId);
     if (workspaceId === DEFAULT_WORKSPACE_ID) {
-      throw new HostError("invalid", "the default workspace belongs to the project; remove the project instead");
+      throw new HostError(
+        "invalid",
+        "the default workspace belongs to the project; remove the project instead",
+      );
     }
     if (project.usesWorkspace(workspaceId))
       throw new HostError("busy", `a running session works in workspace ${workspaceId}; stop it first`);
