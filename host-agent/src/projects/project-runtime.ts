@@ -176,7 +176,8 @@ export class ProjectRuntime {
   /** Serves a container an earlier host-agent left running, and the sessions its runner reports. */
   async adopt(adopted: AdoptedProject): Promise<void> {
     this.#ephemeral = adopted.ephemeral;
-    const serving = this.#serving(adopted.runnerToken);
+    // Its sessions' secrets come with the runner's hello; clients that are back sooner wait.
+    const serving = this.#serving(adopted.runnerToken, false);
     await this.#openSocket(serving);
     const box: Box = {
       ...serving,
@@ -187,6 +188,7 @@ export class ProjectRuntime {
     this.#box = box;
     this.#watch(box);
     const hello = await box.runner.waitConnected(ADOPT_HELLO_WAIT_MS);
+    box.secrets.settle();
     this.#log.info({ runner: hello, sessions: this.#sessions.size }, "project re-adopted");
   }
 
@@ -261,8 +263,8 @@ export class ProjectRuntime {
     if (this.#box === box) this.#box = null;
   }
 
-  #serving(runnerToken: string): Serving {
-    const secrets = new SocketSecrets(runnerToken);
+  #serving(runnerToken: string, settled = true): Serving {
+    const secrets = new SocketSecrets(runnerToken, settled);
     const runner = new RunnerLink({
       logger: this.#log,
       onAgents: (agents) => this.#onAgents(serving, agents),
@@ -301,6 +303,7 @@ export class ProjectRuntime {
       const session = this.#session(box, agent.session_id, agent.session_token, null);
       session.adopt(agent);
     }
+    box.secrets.settle();
   }
 
   #session(box: Serving, sessionId: string, token: string, workspaceId: string | null): SessionRuntime {

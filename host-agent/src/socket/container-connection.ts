@@ -110,7 +110,12 @@ export class ContainerConnection {
   #serve(peer: RpcPeer): void {
     const { handlers } = this.#ctx;
     peer.handle(SocketMethod.ping, PingParamsSchema, () => ({}));
-    peer.handle(SocketMethod.hello, HelloParamsSchema, (params) => {
+    peer.handle(SocketMethod.hello, HelloParamsSchema, async (params) => {
+      // A session's client may be back before the runner that names its secret (a re-adopted
+      // container): it waits for the runner rather than being refused for good.
+      if (params.role === "client" && params.session_token !== undefined && this.#role === null) {
+        if (this.#ctx.auth.client(params.session_token) === null) await this.#ctx.auth.settled;
+      }
       this.#hello(params);
       return {
         ...(this.#sessionId !== null ? { session_id: this.#sessionId } : {}),

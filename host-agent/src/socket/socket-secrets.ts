@@ -7,11 +7,24 @@ import type { SocketAuth } from "./types.js";
  * answer leaks neither which session nor how much of a secret matched.
  */
 export class SocketSecrets implements SocketAuth {
+  readonly settled: Promise<void>;
   readonly #runnerToken: string;
   readonly #sessions = new Map<string, string>();
+  #settle: () => void = () => {};
 
-  constructor(runnerToken: string) {
+  /** `settled`: whether every session's secret is known from the start (not so for an adopted container). */
+  constructor(runnerToken: string, settled = true) {
     this.#runnerToken = runnerToken;
+    this.settled = settled
+      ? Promise.resolve()
+      : new Promise((resolve) => {
+          this.#settle = resolve;
+        });
+  }
+
+  /** The sessions' secrets are all known now (the runner said hello, or it took too long). */
+  settle(): void {
+    this.#settle();
   }
 
   runner(token: string): boolean {

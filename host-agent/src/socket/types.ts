@@ -17,6 +17,11 @@ export interface SocketAuth {
   runner(token: string): boolean;
   /** The session whose secret `token` is, or null. Constant time per known session. */
   client(token: string): string | null;
+  /**
+   * Settles once the sessions' secrets are known. A re-adopted container's runner reports them
+   * in its hello; a client that reconnects first waits for that instead of being refused for good.
+   */
+  readonly settled?: Promise<void>;
 }
 
 /** What the host-agent does with what arrives on a project's container socket. */
