@@ -1,31 +1,47 @@
 import { z } from "zod";
 import { AgentEventBatchSchema, AgentStateSchema } from "./agent-events.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
+import { SessionIdSchema } from "./ids.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { Limits } from "./limits.js";
 
 /**
  * The container socket: JSON-RPC 2.0 (`protocol/rpc/messages.ts`), one message per line (UTF-8,
- * '\n' terminated, at most `Limits.lineBytes`), between the host-agent (which serves it) and two
- * kinds of peers inside the container: the runner (the container's main process, which owns the
- * agent's stdio) and the container-client (the droid's MCP server). Both authenticate with
- * `hello` and the session's secret.
+ * '\n' terminated, at most `Limits.lineBytes`), between the host-agent (which serves it, one
+ * socket per project container) and two kinds of peers inside the container: the runner (the
+ * container's main process, which owns every agent's stdio) and the container-clients (one droid
+ * MCP server per session). The runner authenticates with the container's secret; a
+ * container-client with its session's secret, which binds the connection to that session.
  */
-export const SOCKET_PROTOCOL_VERSION = 2;
+export const SOCKET_PROTOCOL_VERSION = 3;
 
-/** Default path of the socket inside the container (a per-session host directory is mounted at /mcp). */
+/** Default path of the socket inside the container (a per-project host directory is mounted at /mcp). */
 export const DEFAULT_SOCKET_PATH = "/mcp/relay.sock";
 
-/** Environment variables the host-agent hands to the container (runner and agent). */
+/** Environment variables the host-agent (and, per agent, the runner) hands out. */
 export const AgentEnv = {
   socketPath: "OUBLIETTE_SOCKET",
+  /** The session's secret: the agent's container-client presents it. */
   sessionToken: "OUBLIETTE_SESSION_TOKEN",
   sessionId: "OUBLIETTE_SESSION_ID",
+  /** The container's secret: only the runner presents it; never handed to an agent. */
+  runnerToken: "OUBLIETTE_RUNNER_TOKEN",
+  projectId: "OUBLIETTE_PROJECT_ID",
   /** The agent program the runner starts, as a JSON array (set by the image, or the host-agent). */
   agentCommand: "OUBLIETTE_AGENT_COMMAND",
   /** Set to 1 when the runner must end with its parent (the process runtime: no re-adoption). */
   exitWithParent: "OUBLIETTE_RUNNER_EXIT_WITH_PARENT",
 } as const;
+
+/** Variables only the runner may see: it removes them from every agent's environment. */
+export const RUNNER_ONLY_ENV: readonly string[] = [
+  AgentEnv.runnerToken,
+  AgentEnv.agentCommand,
+  AgentEnv.exitWithParent,
+];
+
+/** Most agents one runner runs at once (a project's sessions on one host). */
+export const MAX_AGENTS_PER_RUNNER = 256;
 
 export const SocketMethod = {
   hello: "hello",
@@ -39,20 +55,39 @@ export const SocketMethod = {
   agentEventsAck: "agent_events_ack",
 } as const;
 
+const SecretSchema = z.string().min(1).max(512);
+
+/** One agent as the runner reports it in `hello`: enough for a restarted host-agent to re-adopt its session. */
+export const RunnerAgentSchema = AgentStateSchema.extend({
+  session_id: SessionIdSchema,
+  session_token: SecretSchema,
+});
+export type RunnerAgent = z.infer<typeof RunnerAgentSchema>;
+
 // ---- requests to the host-agent ----
 
-/** `hello`: the first request on every connection; binds it to the session that owns the token. */
-export const HelloParamsSchema = z.object({
-  session_token: z.string().min(1).max(512),
-  /** `runner` for the container's main process; `client` (default) for the droid's MCP server. */
-  role: z.enum(["client", "runner"]).default("client"),
-  client: z.object({ name: z.string().max(128), version: z.string().max(64) }).optional(),
-  /** The runner's agent, reported on every (re)connect. */
-  agent: AgentStateSchema.optional(),
-});
+/**
+ * `hello`: the first request on every connection. A container-client (`role: client`, the
+ * default) presents its session's secret and is bound to that session; the runner presents the
+ * container's secret and reports every agent it runs.
+ */
+export const HelloParamsSchema = z
+  .object({
+    role: z.enum(["client", "runner"]).default("client"),
+    session_token: SecretSchema.optional(),
+    runner_token: SecretSchema.optional(),
+    client: z.object({ name: z.string().max(128), version: z.string().max(64) }).optional(),
+    /** The runner's agents, reported on every (re)connect. */
+    agents: z.array(RunnerAgentSchema).max(MAX_AGENTS_PER_RUNNER).optional(),
+  })
+  .refine((p) => (p.role === "runner" ? p.runner_token !== undefined : p.session_token !== undefined), {
+    message: "a client hello needs session_token, a runner hello runner_token",
+  });
 export type HelloParams = z.input<typeof HelloParamsSchema>;
 export const HelloResultSchema = z.object({
-  session_id: z.string(),
+  /** The session a client connection is bound to (absent for the runner). */
+  session_id: z.string().optional(),
+  project_id: z.string().optional(),
   protocol_version: z.number().int(),
 });
 
@@ -70,24 +105,41 @@ export const CallerToolResultSchema = JsonValueSchema;
 
 export const PingParamsSchema = z.object({}).optional();
 
-/** `agent_events` (runner → host-agent, notification): new or re-sent agent events. */
-export const AgentEventsParamsSchema = AgentEventBatchSchema;
+/** `agent_events` (runner → host-agent, notification): new or re-sent events of one agent. */
+export const AgentEventsParamsSchema = AgentEventBatchSchema.extend({ session_id: SessionIdSchema });
 
 // ---- requests to the runner ----
 
-/** `agent_start`: start the session's agent (only when the runner reported it `idle`). */
-export const AgentStartParamsSchema = z.object({}).optional();
+/** Highest uid/gid the host hands out (below the kernel's overflow ids). */
+const MAX_ID = 65_533;
+
+/**
+ * `agent_start`: start the agent of a session (idempotent: a running one answers its pid). `cwd`
+ * is its working directory in the container; `uid`/`gid`, when given, the identity it runs as
+ * (workspace isolation; the runner needs CAP_SETUID/SETGID for it).
+ */
+export const AgentStartParamsSchema = z.object({
+  session_id: SessionIdSchema,
+  session_token: SecretSchema,
+  cwd: z.string().min(1).max(4096).startsWith("/"),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768)).default({}),
+  uid: z.number().int().min(1).max(MAX_ID).optional(),
+  gid: z.number().int().min(1).max(MAX_ID).optional(),
+});
+export type AgentStartParams = z.input<typeof AgentStartParamsSchema>;
 export const AgentStartResultSchema = z.object({ pid: z.number().int() });
 
-/** `agent_message`: write a droid message to the agent's stdin (idempotent by `seq`). */
+/** `agent_message`: write a droid message to a session's agent (idempotent by `seq`). */
 export const AgentMessageParamsSchema = z.object({
+  session_id: SessionIdSchema,
   seq: z.number().int().positive(),
   text: z.string().max(Limits.messageBytes),
 });
 export const AgentMessageResultSchema = z.object({ delivered_seq: z.number().int().nonnegative() });
 
-/** `agent_stop`: end the agent (stdin end, SIGTERM, SIGKILL after `grace_ms`); answers once it exited. */
+/** `agent_stop`: end a session's agent (stdin end, SIGTERM, SIGKILL after `grace_ms`); answers once it exited. */
 export const AgentStopParamsSchema = z.object({
+  session_id: SessionIdSchema,
   reason: z.string().max(1024),
   grace_ms: z.number().int().min(0).max(120_000).default(5_000),
 });
@@ -96,8 +148,11 @@ export const AgentStopResultSchema = z.object({
   signal: z.string().nullable(),
 });
 
-/** `agent_events_ack` (host-agent → runner, notification): events up to `seq` are stored. */
-export const AgentEventsAckParamsSchema = z.object({ seq: z.number().int().nonnegative() });
+/** `agent_events_ack` (host-agent → runner, notification): a session's events up to `seq` are stored. */
+export const AgentEventsAckParamsSchema = z.object({
+  session_id: SessionIdSchema,
+  seq: z.number().int().nonnegative(),
+});
 
 /** `caller_tools_config` (host-agent → container-client, notification): after hello and on every re-declaration. */
 export const CallerToolsConfigParamsSchema = CallerToolsConfigSchema;

@@ -1,20 +1,22 @@
 import { z } from "zod";
 import { AgentEventBatchSchema } from "./agent-events.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
-import { SessionIdSchema } from "./ids.js";
+import { ProjectIdSchema, SessionIdSchema, WorkspaceIdSchema } from "./ids.js";
 import { JsonObjectSchema } from "./json.js";
 import { Limits } from "./limits.js";
+import { EnvSchema, ProjectSpecSchema } from "./project.js";
+import { HostProjectSchema } from "./tunnel-projects.js";
 
 /**
  * The tunnel: WebSockets the host-agent opens OUT to the Worker, carrying JSON-RPC 2.0
  * (`protocol/rpc/messages.ts`), one message per text frame of at most `Limits.frameBytes`.
  * - the host channel (`/v1/tunnel/host`) to the HostRegistry Durable Object: registration,
- *   reconciliation, session start/stop;
+ *   reconciliation, project containers and workspaces (`tunnel-projects.ts`), session start/stop;
  * - one session channel per running session (`/v1/tunnel/sessions/:id`) to that session's
  *   Durable Object: caller tool calls, messages to the droid, agent events.
  * Heartbeats are the bare text frames "ping" / "pong" (answered without waking the object).
  */
-export const TUNNEL_PROTOCOL_VERSION = 2;
+export const TUNNEL_PROTOCOL_VERSION = 3;
 export const HEARTBEAT_PING = "ping";
 export const HEARTBEAT_PONG = "pong";
 
@@ -31,15 +33,28 @@ export const TunnelFailureSchema = z.enum([
   "image_not_found",
   "runtime_error",
   "timeout",
+  /** The project (or workspace) is in use: a session of it runs. */
+  "busy",
+  /** No such project, workspace or path on this host. */
+  "not_found",
+  /** The request makes no sense here (the default workspace, a path out of its workspace). */
+  "invalid",
+  /** The project's container does not run. */
+  "not_running",
+  /** This host cannot do what was asked (workspace isolation without root, under the process runtime). */
+  "unsupported",
+  /** A command the host ran for the request (git, an exec) failed. */
+  "exec_failed",
 ]);
 export type TunnelFailure = z.infer<typeof TunnelFailureSchema>;
 
 export const RuntimeKindSchema = z.enum(["docker", "process"]);
 export type RuntimeKind = z.infer<typeof RuntimeKindSchema>;
 
+/** What a session adds to its project: environment for its agent. (`image` is the project's now; see session_start.) */
 export const SessionSpecSchema = z.object({
   image: z.string().max(256).optional(),
-  env: z.record(z.string().regex(/^[A-Z_][A-Z0-9_]*$/), z.string().max(4096)).optional(),
+  env: EnvSchema.optional(),
 });
 export type SessionSpec = z.infer<typeof SessionSpecSchema>;
 
@@ -47,6 +62,15 @@ export const TunnelMethod = {
   hostHello: "host_hello",
   sessionStart: "session_start",
   sessionStop: "session_stop",
+  projectEnsure: "project_ensure",
+  projectStop: "project_stop",
+  projectRemove: "project_remove",
+  projectRefresh: "project_refresh",
+  workspaceCreate: "workspace_create",
+  workspaceDelete: "workspace_delete",
+  workspaceRead: "workspace_read",
+  containerExec: "container_exec",
+  containerLogs: "container_logs",
   sessionHello: "session_hello",
   callerTool: "caller_tool",
   sessionEvents: "session_events",
@@ -65,14 +89,28 @@ export const HostHelloParamsSchema = z.object({
   agent_version: z.string().max(64),
   /** Sessions this host runs right now; the registry reconciles its placements against them. */
   sessions: z.array(SessionIdSchema).max(10_000),
+  /** Project containers (and volumes) this host has; `running` when the container runs. */
+  projects: z.array(HostProjectSchema).max(10_000).default([]),
   max_sessions: z.number().int().positive(),
 });
 export const HostHelloResultSchema = z.object({ host_id: z.string() });
 
-/** `session_start` (registry → host): start a session's container. */
-export const SessionStartParamsSchema = z.object({ session_id: SessionIdSchema, spec: SessionSpecSchema });
+/**
+ * `session_start` (registry → host): ensure the project's container (as `project_ensure`), then
+ * start the session's agent in it, working in `/workspace/<workspace_id>`.
+ * A registry of protocol 2 names no project: such a session gets a project of its own (its id
+ * derived from the session's), removed with the session, which is what v2 hosts did.
+ */
+export const SessionStartParamsSchema = z.object({
+  session_id: SessionIdSchema,
+  project_id: ProjectIdSchema.optional(),
+  workspace_id: WorkspaceIdSchema.default("default"),
+  project: ProjectSpecSchema.optional(),
+  spec: SessionSpecSchema,
+});
+export type SessionStartParams = z.infer<typeof SessionStartParamsSchema>;
 
-/** `session_stop` (registry → host): stop it and remove its container (idempotent). */
+/** `session_stop` (registry → host): stop the session's agent; the project's container stays (idempotent). */
 export const SessionStopParamsSchema = z.object({
   session_id: z.string().max(64),
   reason: z.string().max(1024),

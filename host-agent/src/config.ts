@@ -34,7 +34,13 @@ export const HostAgentConfigSchema = z.object({
     .string()
     .min(1)
     .default(() => join(tmpdir(), "oubliette-sockets")),
+  /** Project data (records, workspaces): `<data-dir>/projects/<id>`. Keep it across restarts. */
+  dataDir: z
+    .string()
+    .min(1)
+    .default(() => join(tmpdir(), "oubliette-data")),
   maxSessions: z.coerce.number().int().positive().default(32),
+  maxProjects: z.coerce.number().int().positive().default(16),
   heartbeatMs: z.coerce.number().int().min(100).default(15_000),
   reconnectMaxMs: z.coerce.number().int().min(100).default(30_000),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),

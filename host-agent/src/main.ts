@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * host-agent: runs droids on this machine and tunnels them to the Oubliette Worker.
- * It dials OUT to the Worker (no inbound port), keeps one host channel for session start/stop
- * and one tunnel per running session, and serves each session's container socket.
+ * It dials OUT to the Worker (no inbound port), keeps one host channel for projects, workspaces
+ * and session start/stop, and one tunnel per running session; it runs one container per project
+ * (sessions are agent processes in it) and serves each container's socket.
  */
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
@@ -10,8 +11,8 @@ import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import { createLogger } from "../../lib/log.js";
 import { HostAgentConfigSchema } from "./config.js";
+import { ProjectManager } from "./projects/project-manager.js";
 import { selectRuntime } from "./runtime/select-runtime.js";
-import { SessionManager } from "./sessions/session-manager.js";
 import { HostControl } from "./tunnel/host-control.js";
 
 const VERSION = "0.1.0";
@@ -58,10 +59,18 @@ const program = new Command()
       .argParser(parseCommand),
   )
   .addOption(
-    new Option("--socket-dir <dir>", "where per-session socket directories go").env("OUBLIETTE_SOCKET_DIR"),
+    new Option("--socket-dir <dir>", "where per-project socket directories go").env("OUBLIETTE_SOCKET_DIR"),
+  )
+  .addOption(
+    new Option("--data-dir <dir>", "where project workspaces and records go").env("OUBLIETTE_DATA_DIR"),
   )
   .addOption(
     new Option("--max-sessions <n>", "most sessions this host runs at once").env("OUBLIETTE_MAX_SESSIONS"),
+  )
+  .addOption(
+    new Option("--max-projects <n>", "most project containers this host runs at once").env(
+      "OUBLIETTE_MAX_PROJECTS",
+    ),
   )
   .addOption(new Option("--heartbeat-ms <ms>", "tunnel heartbeat period").env("OUBLIETTE_HEARTBEAT_MS"))
   .addOption(
@@ -113,20 +122,25 @@ if (runtime.kind === "process" && !config.runnerCommand) {
   process.exit(2);
 }
 await mkdir(config.socketDir, { recursive: true, mode: 0o711 });
+// Workspaces are the projects' data: nobody else on this host needs to look in.
+await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
 const timing = { heartbeatMs: config.heartbeatMs, maxReconnectDelayMs: config.reconnectMaxMs };
-const sessions = new SessionManager({
+const projects = new ProjectManager({
   workerUrl: config.workerUrl,
   hostToken: config.hostToken,
   hostId: config.hostId,
   runtime,
+  dataDir: config.dataDir,
   socketRoot: config.socketDir,
   maxSessions: config.maxSessions,
+  maxProjects: config.maxProjects,
   timing,
   logger,
 });
-// Sessions an earlier run left running are served again before the host reports what it runs.
-await sessions.adopt(await runtime.adopt());
+// Containers an earlier run left running (and their sessions) are served again before the host
+// reports what it runs.
+await projects.adopt(await runtime.adopt());
 
 const control = new HostControl({
   workerUrl: config.workerUrl,
@@ -136,7 +150,7 @@ const control = new HostControl({
   agentVersion: VERSION,
   maxSessions: config.maxSessions,
   timing,
-  sessions,
+  host: projects,
   logger,
   onRefused: (status) => {
     logger.fatal({ status }, "the Worker refused this host; check --host-token and --worker-url");
@@ -153,10 +167,10 @@ async function shutdown(code: number): Promise<void> {
     logger.error("sessions did not finish within 20 s; exiting anyway");
     process.exit(code === 0 ? 1 : code);
   }, 20_000).unref();
-  await sessions.shutdown("the host-agent shut down (sessions of the process runtime do not survive it)");
+  await projects.shutdown("the host-agent shut down (sessions of the process runtime do not survive it)");
   control.close();
   logger.info(
-    { left_running: runtime.survivesRestart ? sessions.running().length : 0 },
+    { left_running: runtime.survivesRestart ? projects.running().length : 0 },
     "host-agent stopped",
   );
   process.exit(code);

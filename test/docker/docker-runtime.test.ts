@@ -1,18 +1,18 @@
 /**
- * DockerRuntime against a real Docker Engine (no mocks): containers from the node base image run
+ * DockerRuntime against a real Docker Engine (no mocks): project containers from the node base image run
  * `node -e <script>`, reporting through the bind-mounted socket directory, so each test states
  * exactly what the workload does. No stdio is attached: containers outlive their host-agent.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { DockerRuntime, HOST_LABEL, SESSION_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
+import { DockerRuntime, HOST_LABEL, PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import { dockerStatusCode, RuntimeError } from "../../host-agent/src/runtime/errors.js";
 import { selectRuntime } from "../../host-agent/src/runtime/select-runtime.js";
-import type { Workload } from "../../host-agent/src/runtime/types.js";
+import type { ProjectLaunch, Workload } from "../../host-agent/src/runtime/types.js";
 import { createLogger } from "../../lib/log.js";
 import { type DockerEngine, ensureDockerEngine } from "../../scripts/docker/engine.js";
 import { ensureNodeBaseImage } from "../../scripts/docker/images.js";
@@ -27,6 +27,7 @@ const hostId = `test-${process.pid}`;
 let engine: DockerEngine;
 let baseImage: string;
 let socketDir: string;
+let workspacesDir: string;
 let sessionCounter = 0;
 const launched: Workload[] = [];
 
@@ -38,6 +39,9 @@ beforeAll(async () => {
   socketDir = mkdtempSync(join(tmpdir(), "oub-docker-test-"));
   // The container user (uid 1000) writes its reports into the mounted directory.
   chmodSync(socketDir, 0o777);
+  workspacesDir = join(socketDir, "workspaces");
+  mkdirSync(workspacesDir, { mode: 0o777 });
+  chmodSync(workspacesDir, 0o777);
 }, 600_000);
 
 afterAll(async () => {
@@ -60,19 +64,30 @@ function runtime(command: string[], options: { image?: string } = {}): DockerRun
   });
 }
 
-/** A session id in the product's format, unique to this run. */
-function sessionIdOf(n: number): string {
-  return `ses_${process.pid.toString(16).padStart(8, "0")}${n.toString(16).padStart(16, "0")}`;
+/** A project id in the product's format, unique to this run. */
+function projectIdOf(n: number): string {
+  return `prj_${process.pid.toString(16).padStart(8, "0")}${n.toString(16).padStart(16, "0")}`;
+}
+
+/** A launch of project `n` with this file's directories and small limits. */
+function launchOf(n: number, token: string, env: Record<string, string> = {}): ProjectLaunch {
+  return {
+    projectId: projectIdOf(n),
+    runnerToken: token,
+    socketDir,
+    workspacesDir,
+    env,
+    limits: { memoryMb: 256, cpus: 1, pids: 128 },
+    isolation: false,
+    ephemeral: false,
+  };
 }
 
 async function launchScript(script: string, env: Record<string, string> = {}): Promise<Workload> {
   sessionCounter += 1;
-  const workload = await runtime(["node", "-e", script]).launch({
-    sessionId: sessionIdOf(sessionCounter),
-    sessionToken: `token-${sessionCounter}`,
-    socketDir,
-    env,
-  });
+  const workload = await runtime(["node", "-e", script]).launch(
+    launchOf(sessionCounter, `token-${sessionCounter}`, env),
+  );
   launched.push(workload);
   return workload;
 }
@@ -101,7 +116,7 @@ const writeReport = (name: string, expression: string) =>
   `require("node:fs").writeFileSync("/mcp/${name}.json", JSON.stringify(${expression}));`;
 
 describe("DockerRuntime", () => {
-  it("runs without network, as uid 1000, with the socket path, secret and env it was given", async () => {
+  it("runs without network, as uid 1000, in /workspace, with the socket path, secret and env it was given", async () => {
     const workload = await launchScript(
       writeReport(
         "env",
@@ -110,8 +125,9 @@ describe("DockerRuntime", () => {
         uid: process.getuid(),
         gid: process.getgid(),
         socket: process.env.OUBLIETTE_SOCKET,
-        token: process.env.OUBLIETTE_SESSION_TOKEN,
-        session: process.env.OUBLIETTE_SESSION_ID,
+        token: process.env.OUBLIETTE_RUNNER_TOKEN,
+        project: process.env.OUBLIETTE_PROJECT_ID,
+        cwd: process.cwd(),
         custom: process.env.CUSTOM_VALUE,
       }`,
       ),
@@ -123,7 +139,8 @@ describe("DockerRuntime", () => {
       gid: 1000,
       socket: "/mcp/relay.sock",
       token: `token-${sessionCounter}`,
-      session: sessionIdOf(sessionCounter),
+      project: projectIdOf(sessionCounter),
+      cwd: "/workspace",
       custom: "a value; with $(no) shell `expansion`",
     });
     expect(await workload.exited).toEqual({ exitCode: 0, signal: null });
@@ -157,9 +174,9 @@ describe("DockerRuntime", () => {
   });
 
   it("fails a launch of a missing image with image_not_found and leaves no container", async () => {
-    const sessionId = sessionIdOf(999_999);
+    const projectId = projectIdOf(999_999);
     const missing = runtime(["true"], { image: "oubliette/does-not-exist:never" });
-    const failure = await missing.launch({ sessionId, sessionToken: "t", socketDir, env: {} }).then(
+    const failure = await missing.launch(launchOf(999_999, "t")).then(
       () => null,
       (error: unknown) => error,
     );
@@ -167,7 +184,7 @@ describe("DockerRuntime", () => {
     expect(failure).toMatchObject({ code: "image_not_found" });
     const left = await engine.docker.listContainers({
       all: true,
-      filters: { label: [`${SESSION_LABEL}=${sessionId}`] },
+      filters: { label: [`${PROJECT_LABEL}=${projectId}`] },
     });
     expect(left).toEqual([]);
   });
@@ -175,7 +192,7 @@ describe("DockerRuntime", () => {
   // Provided by test/support/docker-setup.ts (the globalSetup); absent when it is not wired.
   const droidImage = inject("droidImage");
   it.skipIf(droidImage === undefined)(
-    "droid image holds the bundles, runs the runner, as droid in its home",
+    "droid image holds the bundles, runs the runner, as droid in the project's volume",
     async () => {
       sessionCounter += 1;
       const workload = await runtime(
@@ -190,16 +207,12 @@ describe("DockerRuntime", () => {
           ),
         ],
         { image: droidImage },
-      ).launch({
-        sessionId: sessionIdOf(sessionCounter),
-        sessionToken: "t",
-        socketDir,
-        env: {},
-      });
+      ).launch(launchOf(sessionCounter, "t"));
       launched.push(workload);
       const image = await report("image");
       expect(image.files).toEqual(expect.arrayContaining(["container-client.mjs", "scripted-droid.mjs"]));
-      expect(image).toMatchObject({ cwd: "/home/droid", user: "droid" });
+      // The project's volume is where everything runs, whatever the image's WORKDIR.
+      expect(image).toMatchObject({ cwd: "/workspace", user: "droid" });
       expect(JSON.parse(String(image.agent))).toEqual(["node", "/opt/oubliette/scripted-droid.mjs"]);
       const config = await engine.docker.getImage(droidImage ?? "").inspect();
       expect(config.Config.Cmd).toEqual(["node", "/opt/oubliette/container-client.mjs", "runner"]);
@@ -230,13 +243,17 @@ describe("DockerRuntime", () => {
       logger,
       command: ["node", "-e", "setInterval(() => {}, 1000)"],
       stopTimeoutSeconds: 1,
-    }).launch({ sessionId: sessionIdOf(888_888), sessionToken: "o", socketDir, env: {} });
+    }).launch(launchOf(888_888, "o"));
     launched.push(other);
 
     // A new runtime object is what a restarted host-agent has: nothing but the engine and its host id.
     const adopted = await runtime(["true"]).adopt();
     const mine = adopted.find((a) => a.workload.id === running.id);
-    expect(mine).toMatchObject({ sessionToken: expect.stringMatching(/^token-/), socketDir });
+    expect(mine).toMatchObject({
+      runnerToken: expect.stringMatching(/^token-/),
+      socketDir,
+      isolation: false,
+    });
     expect(adopted.some((a) => a.workload.id === other.id)).toBe(false);
     expect(await inspectStatus(engine.docker, stopped.id)).toBe(404);
     expect(await inspectStatus(engine.docker, running.id)).toBe("exists");

@@ -7,7 +7,8 @@
  */
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { SESSION_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
+import { ownProjectId } from "../../host-agent/src/projects/project-manager.js";
+import { PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
 import { TestStack } from "../support/stack.js";
@@ -94,14 +95,20 @@ describe("a Docker host that stays gone", () => {
     await replacement.stop();
 
     // The lost host comes back still running the container: it is told to stop it.
-    const [left] = await docker.listContainers({ filters: { label: [`${SESSION_LABEL}=${sessionId}`] } });
+    const [left] = await docker.listContainers({
+      filters: { label: [`${PROJECT_LABEL}=${ownProjectId(sessionId)}`] },
+    });
     expect(left?.State).toBe("running");
     const back = await stack.restartHost(lost);
     await expect
       .poll(
         async () =>
-          (await docker.listContainers({ all: true, filters: { label: [`${SESSION_LABEL}=${sessionId}`] } }))
-            .length,
+          (
+            await docker.listContainers({
+              all: true,
+              filters: { label: [`${PROJECT_LABEL}=${ownProjectId(sessionId)}`] },
+            })
+          ).length,
         {
           timeout: 30_000,
         },

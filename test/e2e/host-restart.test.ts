@@ -7,7 +7,8 @@
  */
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { SESSION_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
+import { ownProjectId } from "../../host-agent/src/projects/project-manager.js";
+import { PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
@@ -37,10 +38,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** The session's container: this branch's Worker names no project, so each session has its own. */
 async function containerOf(sessionId: string) {
   const [container] = await docker.listContainers({
     all: true,
-    filters: { label: [`${SESSION_LABEL}=${sessionId}`] },
+    filters: { label: [`${PROJECT_LABEL}=${ownProjectId(sessionId)}`] },
   });
   return container;
 }

@@ -11,7 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ContainerHandlers, RelaySocketServer } from "../../host-agent/src/socket/index.js";
+import {
+  type ContainerHandlers,
+  RelaySocketServer,
+  SocketSecrets,
+} from "../../host-agent/src/socket/index.js";
 import type { CallerToolRequest } from "../../host-agent/src/socket/types.js";
 import { createLogger } from "../../lib/log.js";
 import type { HandlerContext } from "../../lib/rpc/peer.js";
@@ -22,6 +26,7 @@ import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const TOKEN = "integration-token";
+const SESSION_ID = "ses_00000000000000000000000a";
 const logger = createLogger({ name: "relay-it", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
 
 type Line = Record<string, unknown>;
@@ -128,15 +133,23 @@ const baseConfig: CallerToolsConfig = {
 };
 
 const handlers: ContainerHandlers = {
-  callerTool: (call, ctx) => handler(call, ctx),
+  callerTool: (_session, call, ctx) => handler(call, ctx),
   runnerConnected: () => {},
   runnerGone: () => {},
   agentEvents: () => {},
 };
 
 async function startServer(config: CallerToolsConfig = baseConfig): Promise<RelaySocketServer> {
-  const s = new RelaySocketServer({ path, sessionId: "sess-it", sessionToken: TOKEN, logger, handlers });
-  s.setCallerToolsConfig(config);
+  const secrets = new SocketSecrets("runner-secret");
+  secrets.addSession(SESSION_ID, TOKEN);
+  const s = new RelaySocketServer({
+    path,
+    projectId: "prj_000000000000000000000001",
+    auth: secrets,
+    logger,
+    handlers,
+  });
+  s.setCallerToolsConfig(SESSION_ID, config);
   await s.start();
   return s;
 }
@@ -194,7 +207,10 @@ describe("container-client end to end", () => {
   it("re-declaration replaces the list and the droid sees list_changed", async () => {
     const seq = droid.send({ op: "wait_tool", name: "ant_later", timeout_ms: 10_000 });
     await new Promise((r) => setTimeout(r, 200));
-    server.setCallerToolsConfig({ ...baseConfig, tools: [...baseConfig.tools.slice(1), { name: "later" }] });
+    server.setCallerToolsConfig(SESSION_ID, {
+      ...baseConfig,
+      tools: [...baseConfig.tools.slice(1), { name: "later" }],
+    });
     const waited = await droid.take((l) => l.op === "wait_tool" && l.name === "ant_later");
     expect(waited.found).toBe(true);
     await droid.take((l) => l.op === "done" && l.seq === seq);
@@ -202,7 +218,7 @@ describe("container-client end to end", () => {
     const names = ((lines[0]?.tools ?? []) as Array<{ name: string }>).map((t) => t.name);
     expect(names).toContain("ant_later");
     expect(names).not.toContain("ant_send_response");
-    server.setCallerToolsConfig(baseConfig);
+    server.setCallerToolsConfig(SESSION_ID, baseConfig);
     await droid.run({ op: "wait_tool", name: "ant_send_response" });
   });
 
@@ -297,11 +313,11 @@ describe("container-client end to end", () => {
 
   it("a host side that never answers ends at the client's backstop, with its reason, not a hang", async () => {
     handler = () => new Promise(() => {});
-    server.setCallerToolsConfig({ ...baseConfig, timeout_ms: 300, backstop_ms: 800 });
+    server.setCallerToolsConfig(SESSION_ID, { ...baseConfig, timeout_ms: 300, backstop_ms: 800 });
     const lines = await droid.run({ op: "call", id: "t", name: "ant_hang" }, 15_000);
     expect(lines[0]).toMatchObject({ op: "call", id: "t", is_error: true });
     expect(textOf(lines[0] as Line)).toMatch(/no answer from the host-agent within 0.8 s/);
-    server.setCallerToolsConfig(baseConfig);
+    server.setCallerToolsConfig(SESSION_ID, baseConfig);
   }, 20_000);
 
   it("the droid's cancellation reaches the host side as a cancel of that call", async () => {

@@ -4,18 +4,36 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type ContainerHandlers, RelaySocketServer } from "../../host-agent/src/socket/index.js";
+import {
+  type ContainerHandlers,
+  RelaySocketServer,
+  SocketSecrets,
+} from "../../host-agent/src/socket/index.js";
 import type { CallerToolRequest } from "../../host-agent/src/socket/types.js";
 import { createLogger } from "../../lib/log.js";
 import type { HandlerContext } from "../../lib/rpc/peer.js";
-import type { AgentEvent, AgentState } from "../../protocol/agent-events.js";
+import type { AgentEvent } from "../../protocol/agent-events.js";
 import { type CallerToolsConfig, failureToRpcError } from "../../protocol/caller-tools.js";
 import type { JsonValue } from "../../protocol/json.js";
 import { Limits } from "../../protocol/limits.js";
 import { LineSplitter } from "../../protocol/line-splitter.js";
 import { RpcErrorCode } from "../../protocol/rpc/errors.js";
+import type { RunnerAgent } from "../../protocol/socket.js";
 
 const TOKEN = "s3cret-token";
+const RUNNER_TOKEN = "runner-s3cret";
+const SESSION = "ses_000000000000000000000001";
+const OTHER_SESSION = "ses_000000000000000000000002";
+const OTHER_TOKEN = "other-s3cret";
+const PROJECT = "prj_000000000000000000000001";
+
+/** The secrets of a project socket with two sessions. */
+function secrets(): SocketSecrets {
+  const s = new SocketSecrets(RUNNER_TOKEN);
+  s.addSession(SESSION, TOKEN);
+  s.addSession(OTHER_SESSION, OTHER_TOKEN);
+  return s;
+}
 const logger = createLogger({ name: "relay-test", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
 
 type Msg = Record<string, unknown> & {
@@ -102,18 +120,18 @@ class RawClient {
     if (!this.#closed) throw new Error("socket did not close");
   }
 
-  async hello(role: "client" | "runner" = "client", agent?: AgentState): Promise<Msg> {
+  async hello(role: "client" | "runner" = "client", agents?: RunnerAgent[], token = TOKEN): Promise<Msg> {
     this.request("hello", "hello", {
-      session_token: TOKEN,
+      ...(role === "runner" ? { runner_token: RUNNER_TOKEN } : { session_token: token }),
       role,
       client: { name: "test", version: "0" },
-      agent,
+      agents,
     });
     return this.response("hello");
   }
 }
 
-type Handler = (call: CallerToolRequest, ctx: HandlerContext) => Promise<JsonValue>;
+type Handler = (call: CallerToolRequest, ctx: HandlerContext, sessionId: string) => Promise<JsonValue>;
 
 let dir: string;
 let path: string;
@@ -129,22 +147,23 @@ const config: CallerToolsConfig = {
 };
 
 /** What the runner side reported, for the tests that check it. */
-const runnerSeen: { agent: AgentState; events: AgentEvent[]; gone: number } = {
-  agent: { status: "idle", delivered_message_seq: 0 },
-  events: [],
-  gone: 0,
-};
+const runnerSeen: { agents: RunnerAgent[]; events: { session: string; event: AgentEvent }[]; gone: number } =
+  {
+    agents: [],
+    events: [],
+    gone: 0,
+  };
 
 function handlers(): ContainerHandlers {
   return {
-    callerTool: (call, ctx) => handler(call, ctx),
-    runnerConnected: (_connection, agent) => {
-      runnerSeen.agent = agent;
+    callerTool: (sessionId, call, ctx) => handler(call, ctx, sessionId),
+    runnerConnected: (_connection, agents) => {
+      runnerSeen.agents = agents;
     },
     runnerGone: () => {
       runnerSeen.gone += 1;
     },
-    agentEvents: (events) => runnerSeen.events.push(...events),
+    agentEvents: (session, events) => runnerSeen.events.push(...events.map((event) => ({ session, event }))),
   };
 }
 
@@ -162,8 +181,8 @@ beforeEach(async () => {
   runnerSeen.gone = 0;
   server = new RelaySocketServer({
     path,
-    sessionId: "sess-1",
-    sessionToken: TOKEN,
+    projectId: PROJECT,
+    auth: secrets(),
     logger,
     handlers: handlers(),
   });
@@ -192,8 +211,8 @@ describe("RelaySocketServer", () => {
     expect((await stat(stalePath)).isSocket()).toBe(true);
     const again = new RelaySocketServer({
       path: stalePath,
-      sessionId: "s",
-      sessionToken: TOKEN,
+      projectId: PROJECT,
+      auth: secrets(),
       logger,
       handlers: handlers(),
     });
@@ -201,7 +220,11 @@ describe("RelaySocketServer", () => {
     try {
       const c = await RawClient.open(stalePath);
       clients.push(c);
-      expect((await c.hello()).result).toEqual({ session_id: "s", protocol_version: 2 });
+      expect((await c.hello()).result).toEqual({
+        session_id: SESSION,
+        project_id: PROJECT,
+        protocol_version: 3,
+      });
     } finally {
       await again.close();
     }
@@ -214,7 +237,7 @@ describe("RelaySocketServer", () => {
     c.request(2, "ping");
     expect((await c.response(2)).result).toEqual({});
     const hello = await c.hello();
-    expect(hello.result).toEqual({ session_id: "sess-1", protocol_version: 2 });
+    expect(hello.result).toEqual({ session_id: SESSION, project_id: PROJECT, protocol_version: 3 });
     c.request(3, "caller_tool", { tool: "echo", arguments: { a: 1 } });
     expect((await c.response(3)).result).toEqual({ echoed: { a: 1 } });
     expect(server.connectionCount).toBe(1);
@@ -365,7 +388,7 @@ describe("RelaySocketServer", () => {
   it("pushes caller_tools_config after hello and on every update", async () => {
     const early = await open();
     await early.hello();
-    server.setCallerToolsConfig(config);
+    server.setCallerToolsConfig(SESSION, config);
     expect(await early.take((m) => m.method === "caller_tools_config")).toEqual({
       jsonrpc: "2.0",
       method: "caller_tools_config",
@@ -377,7 +400,7 @@ describe("RelaySocketServer", () => {
     const pushed = await late.take((m) => m.method === "caller_tools_config");
     expect(pushed.params).toEqual(config);
     const next = { ...config, tools: [...config.tools, { name: "more" }] };
-    server.setCallerToolsConfig(next);
+    server.setCallerToolsConfig(SESSION, next);
     expect((await early.take((m) => m.method === "caller_tools_config")).params).toEqual(next);
     expect((await late.take((m) => m.method === "caller_tools_config")).params).toEqual(next);
     unauthenticated.request(1, "ping");
@@ -457,8 +480,8 @@ describe("RelaySocketServer", () => {
     await server.close();
     server = new RelaySocketServer({
       path,
-      sessionId: "s",
-      sessionToken: TOKEN,
+      projectId: PROJECT,
+      auth: secrets(),
       logger,
       helloTimeoutMs: 100,
       handlers: handlers(),
@@ -472,8 +495,8 @@ describe("RelaySocketServer", () => {
     await server.close();
     server = new RelaySocketServer({
       path,
-      sessionId: "s",
-      sessionToken: TOKEN,
+      projectId: PROJECT,
+      auth: secrets(),
       logger,
       maxConnections: 8,
       handlers: handlers(),
@@ -491,26 +514,73 @@ describe("RelaySocketServer", () => {
     for (const c of flood) c.socket.destroy();
     await new Promise((r) => setTimeout(r, 100));
     const later = await open();
-    expect((await later.hello()).result).toMatchObject({ session_id: "s" });
+    expect((await later.hello()).result).toMatchObject({ session_id: SESSION });
   });
 
-  it("takes agent events only from the runner and reports its agent and its going", async () => {
+  it("takes agent events only from the runner and reports its agents and its going", async () => {
     const client = await open();
     await client.hello("client");
     const events: AgentEvent[] = [{ seq: 1, type: "droid_log", text: "from a client" }];
-    client.send({ jsonrpc: "2.0", method: "agent_events", params: { events } });
+    client.send({ jsonrpc: "2.0", method: "agent_events", params: { session_id: SESSION, events } });
     const runner = await open();
-    await runner.hello("runner", { status: "running", delivered_message_seq: 3 });
+    const agents: RunnerAgent[] = [
+      { session_id: SESSION, session_token: TOKEN, status: "running", delivered_message_seq: 3 },
+    ];
+    expect((await runner.hello("runner", agents)).result).toEqual({
+      project_id: PROJECT,
+      protocol_version: 3,
+    });
     runner.send({
       jsonrpc: "2.0",
       method: "agent_events",
-      params: { events: [{ seq: 2, type: "droid_log", text: "from the runner" }] },
+      params: { session_id: OTHER_SESSION, events: [{ seq: 2, type: "droid_log", text: "from the runner" }] },
     });
     runner.request("p", "ping");
     await runner.response("p");
-    expect(runnerSeen.agent).toEqual({ status: "running", delivered_message_seq: 3 });
-    expect(runnerSeen.events).toEqual([{ seq: 2, type: "droid_log", text: "from the runner" }]);
+    expect(runnerSeen.agents).toEqual(agents);
+    expect(runnerSeen.events).toEqual([
+      { session: OTHER_SESSION, event: { seq: 2, type: "droid_log", text: "from the runner" } },
+    ]);
     runner.socket.destroy();
     await expect.poll(() => runnerSeen.gone).toBe(1);
+  });
+
+  it("binds each client to the session whose secret it presented, never to a body's claim", async () => {
+    const seen: string[] = [];
+    handler = async (_call, _ctx, sessionId) => {
+      seen.push(sessionId);
+      return sessionId;
+    };
+    const mine = await open();
+    await mine.hello("client");
+    const other = await open();
+    expect((await other.hello("client", undefined, OTHER_TOKEN)).result).toMatchObject({
+      session_id: OTHER_SESSION,
+    });
+    // A session id in the body changes nothing: the connection's session is the one that counts.
+    other.request(1, "caller_tool", { tool: "echo", arguments: {}, session_id: SESSION });
+    expect((await other.response(1)).result).toBe(OTHER_SESSION);
+    mine.request(2, "caller_tool", { tool: "echo", arguments: {} });
+    expect((await mine.response(2)).result).toBe(SESSION);
+    // The runner's secret is not a session's, and a session's is not the runner's.
+    const fake = await open();
+    fake.request(3, "hello", { role: "runner", runner_token: TOKEN });
+    expect((await fake.response(3)).error?.code).toBe(RpcErrorCode.Unauthenticated);
+    fake.request(4, "hello", { session_token: RUNNER_TOKEN });
+    expect((await fake.response(4)).error?.code).toBe(RpcErrorCode.Unauthenticated);
+    // The runner makes no caller tool calls of its own.
+    const runner = await open();
+    await runner.hello("runner", []);
+    runner.request(5, "caller_tool", { tool: "echo", arguments: {} });
+    expect((await runner.response(5)).error?.code).toBe(RpcErrorCode.Unauthenticated);
+    // Each session's config goes to its own clients only.
+    server.setCallerToolsConfig(OTHER_SESSION, { ...config, caller_id: "bee" });
+    const note = await other.take((m) => m.method === "caller_tools_config");
+    expect(note.params).toMatchObject({ caller_id: "bee" });
+    expect(seen).toEqual([OTHER_SESSION, SESSION]);
+    // A dropped session's clients are closed: its secret is void.
+    server.dropSession(OTHER_SESSION);
+    await other.waitClosed();
+    expect(mine.closed).toBe(false);
   });
 });

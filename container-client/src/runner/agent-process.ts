@@ -24,6 +24,11 @@ export interface AgentExit {
 export interface AgentProcessOptions {
   command: string[];
   env: Record<string, string>;
+  /** Working directory (the session's workspace). */
+  cwd?: string;
+  /** Identity to run as (workspace isolation); the runner needs CAP_SETUID/SETGID for it. */
+  uid?: number;
+  gid?: number;
   logger: Logger;
   onEvent(event: AgentEventBody): void;
 }
@@ -51,7 +56,14 @@ export class AgentProcess {
     const [program, ...args] = options.command;
     if (program === undefined) return Promise.reject(new Error("no agent command"));
     // Its own process group, so stopping reaches the agent's children (its MCP server) too.
-    const child = spawn(program, args, { env: options.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+    const child = spawn(program, args, {
+      env: options.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      ...(options.uid !== undefined ? { uid: options.uid } : {}),
+      ...(options.gid !== undefined ? { gid: options.gid } : {}),
+    });
     const exited = new Promise<AgentExit>((resolve) => {
       child.once("exit", (exitCode, signal) => resolve({ exitCode, signal }));
     });

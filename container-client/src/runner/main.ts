@@ -1,11 +1,11 @@
 /**
  * The runner's entry: reads its settings from the environment the host-agent gave the container,
- * then runs until the agent has ended and its last events are stored (or it is told to stop).
+ * then runs as long as the container (or, under the process runtime, as long as its parent).
  */
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import { parseJson } from "../../../protocol/json.js";
-import { AgentEnv, DEFAULT_SOCKET_PATH } from "../../../protocol/socket.js";
+import { AgentEnv, DEFAULT_SOCKET_PATH, RUNNER_ONLY_ENV } from "../../../protocol/socket.js";
 import { Runner } from "./runner.js";
 
 const CommandSchema = z.array(z.string().min(1)).min(1).max(256);
@@ -15,28 +15,29 @@ const STOP_GRACE_MS = 6_000;
 /** Starts the runner; exits the process when it is done. */
 export function runRunner(log: Logger): void {
   const env = process.env;
-  const token = env[AgentEnv.sessionToken] ?? "";
+  const token = env[AgentEnv.runnerToken] ?? "";
   const raw = parseJson(env[AgentEnv.agentCommand] ?? "");
   const command = CommandSchema.safeParse(raw.ok ? raw.value : undefined);
   if (token === "" || !command.success) {
     log.fatal(
-      { missing: token === "" ? AgentEnv.sessionToken : AgentEnv.agentCommand },
-      `the runner needs ${AgentEnv.sessionToken} and ${AgentEnv.agentCommand} (a JSON array of strings)`,
+      { missing: token === "" ? AgentEnv.runnerToken : AgentEnv.agentCommand },
+      `the runner needs ${AgentEnv.runnerToken} and ${AgentEnv.agentCommand} (a JSON array of strings)`,
     );
     process.exit(2);
   }
-  // The agent gets our environment minus what only the runner needs.
+  // Agents get our environment minus what only the runner may see (its secret above all).
   const agentEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
-    if (value !== undefined && key !== AgentEnv.agentCommand && key !== AgentEnv.exitWithParent)
-      agentEnv[key] = value;
+    if (value !== undefined && !RUNNER_ONLY_ENV.includes(key)) agentEnv[key] = value;
   }
   const runner = new Runner({
     socketPath: env[AgentEnv.socketPath] || DEFAULT_SOCKET_PATH,
-    sessionToken: token,
+    runnerToken: token,
     agentCommand: command.data,
     agentEnv,
     logger: log,
+    // Agents' stderr joins ours, so the container's logs show what each session's agent did.
+    echo: (line) => process.stderr.write(`${line}\n`),
     onDone: (code) => process.exit(code),
   });
   const stop = (reason: string) => void runner.shutdown(reason, STOP_GRACE_MS);

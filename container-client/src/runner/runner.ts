@@ -1,39 +1,43 @@
 /**
  * The runner: the container's main process and the only thing in it that talks to the
- * host-agent about the agent. It starts the agent when the host-agent asks, owns its stdio,
- * writes droid messages to it (each seq once), and streams its events with sequence numbers,
- * keeping them until the session object has stored them. Nothing here depends on the host-agent
- * being alive: while it is away the agent runs on and events wait (bounded); a restarted
- * host-agent gets our hello (with the agent's state) and everything not yet acknowledged.
+ * host-agent about agents. A project's container runs many sessions, so the runner runs many
+ * agents, one per session id: it starts each when the host-agent asks (as the workspace's uid
+ * when isolation is on), owns its stdio, writes droid messages to it (each seq once), and
+ * streams its events with sequence numbers per session, keeping them until that session's object
+ * has stored them. One agent ending never ends the runner: it lives as long as the container.
+ * Nothing here depends on the host-agent being alive: while it is away the agents run on and
+ * events wait (bounded); a restarted host-agent gets our hello, naming every agent with its
+ * session's secret (so it can serve that session again), and everything not yet acknowledged.
  */
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
-import {
-  type AgentEvent,
-  type AgentEventBody,
-  type AgentState,
-  batchEvents,
-} from "../../../protocol/agent-events.js";
+import { type AgentEvent, batchEvents } from "../../../protocol/agent-events.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
+  AgentEnv,
   AgentEventsAckParamsSchema,
   AgentMessageParamsSchema,
+  type AgentStartParams,
   AgentStartParamsSchema,
   AgentStopParamsSchema,
+  MAX_AGENTS_PER_RUNNER,
   SocketMethod,
 } from "../../../protocol/socket.js";
 import { SocketSession } from "../socket/socket-session.js";
-import { type AgentExit, AgentProcess } from "./agent-process.js";
-import { EventBuffer } from "./event-buffer.js";
+import { AgentSlot } from "./agent-slot.js";
 
 export interface RunnerOptions {
   socketPath: string;
-  sessionToken: string;
+  /** The container's secret (role `runner`). */
+  runnerToken: string;
   agentCommand: string[];
+  /** The environment every agent starts from (the runner's, minus what only it may see). */
   agentEnv: Record<string, string>;
   logger: Logger;
-  /** The runner is done (the agent ended and its last events are stored): exit with this code. */
+  /** Writes one line to the runner's own output (an agent's stderr, prefixed with its session). */
+  echo?(line: string): void;
+  /** The runner is done (shut down, or its secret was rejected): exit with this code. */
   onDone(code: number): void;
 }
 
@@ -41,16 +45,7 @@ export class Runner {
   readonly #o: RunnerOptions;
   readonly #log: Logger;
   readonly #session: SocketSession;
-  readonly #events = new EventBuffer();
-  #agent: AgentProcess | null = null;
-  #starting: Promise<AgentProcess> | null = null;
-  #exit: AgentExit | null = null;
-  /** The seq of the event that reports the agent's end; once stored, the runner is done. */
-  #exitSeq: number | null = null;
-  /** Messages that arrived while the agent was starting. */
-  #early: { seq: number; text: string; resolve(): void; reject(err: Error): void }[] = [];
-  /** Events of this tick, sent together. */
-  #outgoing: AgentEvent[] = [];
+  readonly #slots = new Map<string, AgentSlot>();
 
   constructor(options: RunnerOptions) {
     this.#o = options;
@@ -58,12 +53,18 @@ export class Runner {
     this.#session = new SocketSession({
       socketPath: options.socketPath,
       logger: this.#log,
-      hello: () => ({ session_token: options.sessionToken, role: "runner", agent: this.#state() }),
+      hello: () => ({
+        role: "runner",
+        runner_token: options.runnerToken,
+        agents: [...this.#slots.values()].map((slot) => slot.state()),
+      }),
       serve: (peer) => this.#serve(peer),
-      connected: (peer) => this.#flush(peer, this.#events.pending()),
+      connected: (peer) => {
+        for (const slot of this.#slots.values()) this.#flush(peer, slot.sessionId, slot.pending());
+      },
       rejected: (message) => {
-        this.#log.fatal({ message }, "the host-agent rejected the session token; stopping the agent");
-        void this.shutdown("the session token was rejected", 5_000);
+        this.#log.fatal({ message }, "the host-agent rejected the runner's secret; stopping every agent");
+        void this.shutdown("the runner's secret was rejected", 5_000);
       },
     });
   }
@@ -72,115 +73,105 @@ export class Runner {
     this.#session.start();
   }
 
-  /** Ends the agent (if running), gives its last events a moment to be stored, and finishes. */
-  async shutdown(reason: string, graceMs: number): Promise<void> {
-    this.#log.info({ reason }, "runner shutting down");
-    if (this.#agent?.running) await this.#agent.stop(graceMs);
-    const deadline = Date.now() + 2_000;
-    while (this.#events.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await this.#session.close();
-    this.#o.onDone(this.#exit?.exitCode ?? 0);
+  /** Sessions whose agents the runner keeps (running, or ended with events not yet stored). */
+  get sessions(): string[] {
+    return [...this.#slots.keys()];
   }
 
-  #state(): AgentState {
-    const status = this.#exit ? "exited" : this.#agent || this.#starting ? "running" : "idle";
-    return {
-      status,
-      exit_code: this.#exit?.exitCode ?? null,
-      signal: this.#exit?.signal ?? null,
-      delivered_message_seq: this.#agent?.deliveredSeq ?? 0,
-    };
+  /** Ends every agent, gives their last events a moment to be stored, and finishes. */
+  async shutdown(reason: string, graceMs: number): Promise<void> {
+    this.#log.info({ reason, agents: this.#slots.size }, "runner shutting down");
+    await Promise.all([...this.#slots.values()].map((slot) => slot.stop(graceMs)));
+    const deadline = Date.now() + 2_000;
+    while ([...this.#slots.values()].some((s) => s.pending().length > 0) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    await this.#session.close();
+    this.#o.onDone(0);
   }
 
   #serve(peer: RpcPeer): void {
-    peer.handle(SocketMethod.agentStart, AgentStartParamsSchema, async () => {
-      const agent = await this.#startAgent();
+    peer.handle(SocketMethod.agentStart, AgentStartParamsSchema, async (params) => {
+      const agent = await this.#slotFor(params).start();
       return { pid: agent.pid };
     });
     peer.handle(SocketMethod.agentMessage, AgentMessageParamsSchema, async (params) => {
-      await this.#deliver(params.seq, params.text);
-      return { delivered_seq: this.#agent?.deliveredSeq ?? 0 };
+      const slot = this.#known(params.session_id);
+      return { delivered_seq: await slot.deliver(params.seq, params.text) };
     });
     peer.handle(SocketMethod.agentStop, AgentStopParamsSchema, async (params) => {
-      this.#log.info({ reason: params.reason }, "asked to stop the agent");
-      const exit = this.#agent
-        ? await this.#agent.stop(params.grace_ms)
-        : (this.#exit ?? { exitCode: null, signal: null });
+      const slot = this.#slots.get(params.session_id);
+      this.#log.info({ session: params.session_id, reason: params.reason }, "asked to stop an agent");
+      const exit = slot ? await slot.stop(params.grace_ms) : { exitCode: null, signal: null };
+      // The host-agent ended the session: nobody will store (or acknowledge) its last events.
+      if (slot && this.#slots.get(params.session_id) === slot) this.#slots.delete(params.session_id);
       return { exit_code: exit.exitCode, signal: exit.signal };
     });
     peer.onNotification(SocketMethod.agentEventsAck, AgentEventsAckParamsSchema, (params) => {
-      this.#events.ack(params.seq);
-      if (this.#exitSeq !== null && params.seq >= this.#exitSeq) {
-        this.#log.info("the agent's end is stored; the runner is done");
-        void this.#session.close().then(() => this.#o.onDone(this.#exit?.exitCode ?? 0));
+      const slot = this.#slots.get(params.session_id);
+      if (!slot) return;
+      slot.ack(params.seq);
+      if (slot.done) {
+        this.#slots.delete(params.session_id);
+        this.#log.info({ session: params.session_id }, "the agent's end is stored; forgetting it");
       }
     });
   }
 
-  #startAgent(): Promise<AgentProcess> {
-    if (this.#agent) return Promise.resolve(this.#agent);
-    if (this.#exit)
-      return Promise.reject(
-        new RpcError(RpcErrorCode.ServerError, "the agent already ended", { reason: "session_ended" }),
-      );
-    this.#starting ??= AgentProcess.start({
-      command: this.#o.agentCommand,
-      env: this.#o.agentEnv,
-      logger: this.#log,
-      onEvent: (event) => this.#emit(event),
-    }).then(
-      (agent) => {
-        this.#agent = agent;
-        this.#log.info({ pid: agent.pid, command: this.#o.agentCommand }, "agent started");
-        this.#emit({ type: "droid_status", status: "running" });
-        void agent.exited.then((exit) => this.#ended(exit));
-        for (const m of this.#early.splice(0))
-          agent.deliver({ type: "message", seq: m.seq, text: m.text }).then(m.resolve, m.reject);
-        return agent;
-      },
-      (err: Error) => {
-        this.#starting = null;
-        this.#exit = { exitCode: null, signal: null };
-        const event = this.#emit({ type: "droid_status", status: "failed", message: err.message });
-        this.#exitSeq = event;
-        throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: "runtime_error" });
-      },
-    );
-    return this.#starting;
-  }
-
-  async #deliver(seq: number, text: string): Promise<void> {
-    const agent = this.#agent;
-    if (agent) return agent.deliver({ type: "message", seq, text });
-    if (this.#exit)
-      throw new RpcError(RpcErrorCode.ServerError, "the agent has ended", { reason: "session_ended" });
-    await new Promise<void>((resolve, reject) => this.#early.push({ seq, text, resolve, reject }));
-  }
-
-  #ended(exit: AgentExit): void {
-    this.#exit = exit;
-    this.#log.info({ exit_code: exit.exitCode, signal: exit.signal }, "agent exited");
-    for (const m of this.#early.splice(0)) m.reject(new Error("the agent has ended"));
-    this.#exitSeq = this.#emit({ type: "droid_status", status: "exited", exit_code: exit.exitCode });
-  }
-
-  /** Keeps an event and sends it soon if connected (events of one tick go together); returns its seq. */
-  #emit(body: AgentEventBody): number {
-    const fresh = this.#events.push(body);
-    this.#outgoing.push(...fresh);
-    if (this.#outgoing.length === fresh.length) {
-      queueMicrotask(() => {
-        const peer = this.#session.peer;
-        const events = this.#outgoing.splice(0);
-        if (peer) this.#flush(peer, events);
-      });
+  /** The slot of a session, made on its first agent_start; the secret must match a known one. */
+  #slotFor(params: AgentStartParams): AgentSlot {
+    const known = this.#slots.get(params.session_id);
+    if (known) {
+      if (known.sessionToken !== params.session_token)
+        throw new RpcError(RpcErrorCode.InvalidParams, "agent_start: another secret for a known session");
+      return known;
     }
-    return fresh.at(-1)?.seq ?? 0;
+    if (this.#slots.size >= MAX_AGENTS_PER_RUNNER) {
+      throw new RpcError(
+        RpcErrorCode.ServerError,
+        `this container already runs ${MAX_AGENTS_PER_RUNNER} agents`,
+        {
+          reason: "host_full",
+        },
+      );
+    }
+    const log = this.#log.child({ session: params.session_id });
+    const slot = new AgentSlot({
+      sessionId: params.session_id,
+      sessionToken: params.session_token,
+      command: this.#o.agentCommand,
+      env: {
+        ...this.#o.agentEnv,
+        ...params.env,
+        [AgentEnv.sessionId]: params.session_id,
+        [AgentEnv.sessionToken]: params.session_token,
+        // Isolated agents cannot write the image's home; their workspace is theirs.
+        ...(params.uid !== undefined ? { HOME: params.cwd } : {}),
+      },
+      cwd: params.cwd,
+      uid: params.uid,
+      gid: params.gid,
+      logger: log,
+      send: (events) => {
+        const peer = this.#session.peer;
+        if (peer) this.#flush(peer, params.session_id, events);
+      },
+      echo: (line) => this.#o.echo?.(`[${params.session_id}] ${line}`),
+    });
+    this.#slots.set(params.session_id, slot);
+    return slot;
   }
 
-  #flush(peer: RpcPeer, events: readonly AgentEvent[]): void {
+  #known(sessionId: string): AgentSlot {
+    const slot = this.#slots.get(sessionId);
+    if (slot) return slot;
+    throw new RpcError(RpcErrorCode.ServerError, `no agent for session ${sessionId} in this container`, {
+      reason: "session_not_found",
+    });
+  }
+
+  #flush(peer: RpcPeer, sessionId: string, events: readonly AgentEvent[]): void {
     for (const batch of batchEvents(events, Limits.lineBytes - MAX_ENVELOPE_BYTES)) {
-      peer.notify(SocketMethod.agentEvents, { events: batch });
+      peer.notify(SocketMethod.agentEvents, { session_id: sessionId, events: batch });
     }
   }
 }

@@ -1,18 +1,30 @@
 /**
- * Runs each session in its own Docker container: no network (the bind-mounted socket directory
- * is its only channel to the outside), no capabilities, no privilege escalation, bounded memory
- * and pids, a non-root user. The container's main process is the runner; the host-agent never
- * attaches to its stdio, so containers outlive a host-agent restart and are re-adopted by label.
- * Everything goes through the Engine API; no string ever reaches a shell.
+ * Runs each project in its own Docker container: no network (the bind-mounted socket directory
+ * is its only channel to the outside), no capabilities, no privilege escalation, bounded memory,
+ * CPU and pids. Without workspace isolation the runner and its agents are uid 1000; with it the
+ * runner is root holding only CAP_SETUID/SETGID (no DAC_OVERRIDE: it cannot read the workspaces
+ * it does not own), so it can start each agent as its workspace's uid. The container's main
+ * process is the runner; the host-agent never attaches to its stdio, so containers outlive a
+ * host-agent restart and are re-adopted by label. Everything goes through the Engine API; no
+ * string ever reaches a shell.
  */
 import { createHash } from "node:crypto";
 import type Dockerode from "dockerode";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
-import { SESSION_ID_PATTERN } from "../../../protocol/ids.js";
+import { PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
 import { AgentEnv } from "../../../protocol/socket.js";
+import { dockerExec } from "./docker-exec.js";
+import { dockerLogs } from "./docker-logs.js";
 import { dockerStatusCode, errorMessage, isDockerNotFound, RuntimeError } from "./errors.js";
-import type { AdoptedWorkload, AgentRuntime, Workload, WorkloadExit, WorkloadLaunch } from "./types.js";
+import type {
+  AdoptedProject,
+  AgentRuntime,
+  ProjectLaunch,
+  Workload,
+  WorkloadExit,
+  WorkloadPaths,
+} from "./types.js";
 
 export interface DockerRuntimeOptions {
   docker: Dockerode;
@@ -21,30 +33,33 @@ export interface DockerRuntimeOptions {
   /** Image used when a launch names none. */
   defaultImage: string;
   logger: Logger;
-  /** Memory limit per container; default 1 GiB. */
-  memoryBytes?: number;
-  /** Process/thread limit per container; default 256. */
-  pidsLimit?: number;
   /** Grace between SIGTERM and SIGKILL on stop; default 10 s. */
   stopTimeoutSeconds?: number;
   /** Overrides the image's CMD (tests run other programs in the base image). */
   command?: string[];
   /** The agent the runner starts, overriding the image's OUBLIETTE_AGENT_COMMAND. */
   agentCommand?: string[];
-  /** User the runner runs as; default 1000:1000 even if an image forgets its USER. */
+  /** User the runner runs as without isolation; default 1000:1000 even if an image forgets its USER. */
   user?: string;
   /** Run the engine's init (docker-init/tini) as PID 1; default true. Turn off for engines without it. */
   init?: boolean;
+  /** Whether this host may isolate workspaces (it must own their directories: root); default: uid 0. */
+  canIsolate?: boolean;
 }
 
-/** Where the session's socketDir appears inside the container. */
+/** Where the project's socketDir appears inside the container. */
 export const CONTAINER_SOCKET_DIR = "/mcp";
 export const CONTAINER_SOCKET = `${CONTAINER_SOCKET_DIR}/relay.sock`;
+/** Where the project's workspaces appear inside the container. */
+export const CONTAINER_WORKSPACES = "/workspace";
 export const MANAGED_LABEL = "oubliette.managed";
 export const HOST_LABEL = "oubliette.host";
-export const SESSION_LABEL = "oubliette.session";
+export const PROJECT_LABEL = "oubliette.project";
 /** The host directory bind-mounted at /mcp, so a restarted host-agent serves the same socket. */
 export const SOCKET_DIR_LABEL = "oubliette.socket-dir";
+export const ISOLATION_LABEL = "oubliette.workspace-isolation";
+/** A project of its own for one session of a protocol-2 registry. */
+export const EPHEMERAL_LABEL = "oubliette.ephemeral";
 
 const WaitResultSchema = z.looseObject({ StatusCode: z.number().int() });
 
@@ -52,6 +67,7 @@ const WaitResultSchema = z.looseObject({ StatusCode: z.number().int() });
 export class DockerRuntime implements AgentRuntime {
   readonly kind = "docker" as const;
   readonly survivesRestart = true;
+  readonly canIsolate: boolean;
   readonly #options: DockerRuntimeOptions;
   readonly #docker: Dockerode;
   readonly #logger: Logger;
@@ -60,12 +76,17 @@ export class DockerRuntime implements AgentRuntime {
     this.#options = options;
     this.#docker = options.docker;
     this.#logger = options.logger;
+    this.canIsolate = options.canIsolate ?? process.getuid?.() === 0;
   }
 
-  /** Creates and starts the session's container; removes it again if starting fails. */
-  async launch(spec: WorkloadLaunch): Promise<Workload> {
+  paths(): WorkloadPaths {
+    return { socketPath: CONTAINER_SOCKET, workspaceRoot: CONTAINER_WORKSPACES };
+  }
+
+  /** Creates and starts the project's container; removes it again if starting fails. */
+  async launch(spec: ProjectLaunch): Promise<Workload> {
     const image = spec.image ?? this.#options.defaultImage;
-    const name = containerName(spec.sessionId);
+    const name = containerName(spec.projectId);
     const container = await this.#create(spec, image, name);
     try {
       await container.start();
@@ -76,40 +97,48 @@ export class DockerRuntime implements AgentRuntime {
       });
     }
     this.#logger.info(
-      { session: spec.sessionId, container: container.id.slice(0, 12), image },
+      { project: spec.projectId, container: container.id.slice(0, 12), image, isolation: spec.isolation },
       "container started",
     );
     return this.#workload(container);
   }
 
-  async adopt(): Promise<AdoptedWorkload[]> {
+  async adopt(): Promise<AdoptedProject[]> {
     const listed = await this.#docker.listContainers({
       all: true,
       filters: { label: [`${MANAGED_LABEL}=true`, `${HOST_LABEL}=${this.#options.hostId}`] },
     });
-    const adopted: AdoptedWorkload[] = [];
+    const adopted: AdoptedProject[] = [];
     for (const entry of listed) {
       const container = this.#docker.getContainer(entry.Id);
       try {
         const info = await container.inspect();
-        const sessionId = info.Config.Labels?.[SESSION_LABEL];
-        const socketDir = info.Config.Labels?.[SOCKET_DIR_LABEL];
-        const token = envValue(info.Config.Env, AgentEnv.sessionToken);
-        if (!sessionId || !SESSION_ID_PATTERN.test(sessionId)) {
+        const labels = info.Config.Labels ?? {};
+        const projectId = labels[PROJECT_LABEL];
+        const socketDir = labels[SOCKET_DIR_LABEL];
+        const token = envValue(info.Config.Env, AgentEnv.runnerToken);
+        if (!projectId || !PROJECT_ID_PATTERN.test(projectId)) {
           this.#logger.warn(
             { container: entry.Id.slice(0, 12) },
-            "a container with this host's label but no valid session id; leaving it alone",
+            "a container with this host's label but no valid project id; leaving it alone",
           );
           continue;
         }
         if (info.State.Running && socketDir && token) {
-          adopted.push({ sessionId, sessionToken: token, socketDir, workload: this.#workload(container) });
+          adopted.push({
+            projectId,
+            runnerToken: token,
+            socketDir,
+            isolation: labels[ISOLATION_LABEL] === "true",
+            ephemeral: labels[EPHEMERAL_LABEL] === "true",
+            workload: this.#workload(container),
+          });
           continue;
         }
-        // Dead (or not ours to serve): its session ends by reconciliation; its container goes.
+        // Dead (or not ours to serve): its sessions end by reconciliation; its container goes.
         await container.remove({ force: true });
         this.#logger.info(
-          { container: entry.Id.slice(0, 12), session: sessionId },
+          { container: entry.Id.slice(0, 12), project: projectId },
           "removed a stopped container",
         );
       } catch (error) {
@@ -129,15 +158,17 @@ export class DockerRuntime implements AgentRuntime {
         stopping ??= this.#stop(container, reason);
         return stopping;
       },
+      exec: (params) => dockerExec(this.#docker, container, params, this.#logger),
+      logs: (params) => dockerLogs(container, params),
     };
   }
 
-  async #create(spec: WorkloadLaunch, image: string, name: string): Promise<Dockerode.Container> {
+  async #create(spec: ProjectLaunch, image: string, name: string): Promise<Dockerode.Container> {
     const env: Record<string, string> = {
       ...spec.env,
       [AgentEnv.socketPath]: CONTAINER_SOCKET,
-      [AgentEnv.sessionToken]: spec.sessionToken,
-      [AgentEnv.sessionId]: spec.sessionId,
+      [AgentEnv.runnerToken]: spec.runnerToken,
+      [AgentEnv.projectId]: spec.projectId,
     };
     if (this.#options.agentCommand) env[AgentEnv.agentCommand] = JSON.stringify(this.#options.agentCommand);
     try {
@@ -145,23 +176,32 @@ export class DockerRuntime implements AgentRuntime {
         name,
         Image: image,
         ...(this.#options.command ? { Cmd: this.#options.command } : {}),
-        User: this.#options.user ?? "1000:1000",
+        // Isolation: root, to become each workspace's uid; nothing else a root normally has.
+        User: spec.isolation ? "0:0" : (this.#options.user ?? "1000:1000"),
+        WorkingDir: CONTAINER_WORKSPACES,
         Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
         Labels: {
-          [SESSION_LABEL]: spec.sessionId,
+          [PROJECT_LABEL]: spec.projectId,
           [HOST_LABEL]: this.#options.hostId,
           [MANAGED_LABEL]: "true",
           [SOCKET_DIR_LABEL]: spec.socketDir,
+          [ISOLATION_LABEL]: String(spec.isolation),
+          [EPHEMERAL_LABEL]: String(spec.ephemeral),
         },
         Tty: false,
         StopTimeout: this.#options.stopTimeoutSeconds ?? 10,
         HostConfig: {
           NetworkMode: "none",
-          Binds: [`${spec.socketDir}:${CONTAINER_SOCKET_DIR}`],
+          Binds: [
+            `${spec.socketDir}:${CONTAINER_SOCKET_DIR}`,
+            `${spec.workspacesDir}:${CONTAINER_WORKSPACES}`,
+          ],
           CapDrop: ["ALL"],
+          ...(spec.isolation ? { CapAdd: ["SETUID", "SETGID"] } : {}),
           SecurityOpt: ["no-new-privileges"],
-          PidsLimit: this.#options.pidsLimit ?? 256,
-          Memory: this.#options.memoryBytes ?? 1024 * 1024 * 1024,
+          PidsLimit: spec.limits.pids,
+          Memory: spec.limits.memoryMb * 1024 * 1024,
+          NanoCpus: Math.round(spec.limits.cpus * 1e9),
           // tini as PID 1 reaps zombies and forwards SIGTERM to the runner.
           Init: this.#options.init ?? true,
         },
@@ -233,11 +273,11 @@ function envValue(env: string[] | undefined, name: string): string | undefined {
   return env?.find((entry) => entry.startsWith(prefix))?.slice(prefix.length);
 }
 
-/** A valid, unique container name for a session id (Docker allows [a-zA-Z0-9][a-zA-Z0-9_.-]*). */
-export function containerName(sessionId: string): string {
-  const safe = sessionId.replace(/[^a-zA-Z0-9_.-]/g, "-").slice(0, 64);
-  if (safe === sessionId) return `oub-${safe}`;
+/** A valid, unique container name for a project id (Docker allows [a-zA-Z0-9][a-zA-Z0-9_.-]*). */
+export function containerName(projectId: string): string {
+  const safe = projectId.replace(/[^a-zA-Z0-9_.-]/g, "-").slice(0, 64);
+  if (safe === projectId) return `oub-${safe}`;
   // Sanitising can map two ids to one name; a digest of the original keeps them apart.
-  const digest = createHash("sha256").update(sessionId).digest("hex").slice(0, 8);
+  const digest = createHash("sha256").update(projectId).digest("hex").slice(0, 8);
   return `oub-${safe}-${digest}`;
 }

@@ -1,15 +1,24 @@
 /**
- * Runs each session's runner as a plain child process of the host-agent. There is NO isolation:
- * the droid shares this user's files, network and processes. For development on machines
+ * Runs each project's runner as a plain child process of the host-agent. There is NO isolation:
+ * the droids share this user's files, network and processes. For development on machines
  * without Docker. Workloads do not survive the host-agent: the runner watches its stdin (a pipe
- * from us) and ends its agent when we are gone, and sessions end cleanly when we stop.
+ * from us) and ends its agents when we are gone, and sessions end cleanly when we stop.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import { errorMessage, RuntimeError } from "./errors.js";
-import type { AdoptedWorkload, AgentRuntime, Workload, WorkloadExit, WorkloadLaunch } from "./types.js";
+import { LineRing } from "./line-ring.js";
+import { processExec } from "./process-exec.js";
+import type {
+  AdoptedProject,
+  AgentRuntime,
+  ProjectLaunch,
+  Workload,
+  WorkloadExit,
+  WorkloadPaths,
+} from "./types.js";
 
 export interface ProcessRuntimeOptions {
   /** The runner: program and arguments, run without a shell. */
@@ -17,15 +26,24 @@ export interface ProcessRuntimeOptions {
   /** The agent the runner starts. */
   agentCommand: string[];
   logger: Logger;
-  cwd?: string;
   /** Delay from SIGTERM to SIGKILL on stop; default 10 s. */
   killAfterMs?: number;
+}
+
+/** Only these leak from the host-agent into workloads: its own secrets (tokens) must not. */
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
+  if (process.env.HOME !== undefined) env.HOME = process.env.HOME;
+  return env;
 }
 
 /** AgentRuntime that spawns local child processes (dev only, no isolation). */
 export class ProcessRuntime implements AgentRuntime {
   readonly kind = "process" as const;
   readonly survivesRestart = false;
+  /** Agents are this user's processes: nothing can keep one workspace from another. */
+  readonly canIsolate = false;
   readonly #options: ProcessRuntimeOptions;
   readonly #logger: Logger;
 
@@ -41,30 +59,39 @@ export class ProcessRuntime implements AgentRuntime {
     );
   }
 
-  /** Spawns the runner for one session and resolves once it is running. */
-  async launch(spec: WorkloadLaunch): Promise<Workload> {
+  paths(launch: Pick<ProjectLaunch, "socketDir" | "workspacesDir">): WorkloadPaths {
+    return { socketPath: join(launch.socketDir, "relay.sock"), workspaceRoot: launch.workspacesDir };
+  }
+
+  /** Spawns the runner for one project and resolves once it is running. */
+  async launch(spec: ProjectLaunch): Promise<Workload> {
     const [program, ...args] = this.#options.runnerCommand;
     if (program === undefined)
       throw new RuntimeError("runtime_error", "ProcessRuntime needs a runner command");
     const env: Record<string, string> = {
       ...spec.env,
+      ...baseEnv(),
       [AgentEnv.socketPath]: join(spec.socketDir, "relay.sock"),
-      [AgentEnv.sessionToken]: spec.sessionToken,
-      [AgentEnv.sessionId]: spec.sessionId,
+      [AgentEnv.runnerToken]: spec.runnerToken,
+      [AgentEnv.projectId]: spec.projectId,
       [AgentEnv.agentCommand]: JSON.stringify(this.#options.agentCommand),
       [AgentEnv.exitWithParent]: "1",
     };
-    // Only PATH and HOME leak from the host-agent: its own secrets (tokens) must not.
-    if (process.env.PATH !== undefined) env.PATH = process.env.PATH;
-    if (process.env.HOME !== undefined) env.HOME = process.env.HOME;
-    // stdin is a pipe the runner watches (it ends with us); its logs join ours on stderr.
-    const child = spawn(program, args, { cwd: this.#options.cwd, env, stdio: ["pipe", "ignore", "inherit"] });
+    // stdin is a pipe the runner watches (it ends with us); its output is kept for `logs` and
+    // joins ours on stderr.
+    const child = spawn(program, args, { cwd: spec.workspacesDir, env, stdio: ["pipe", "pipe", "pipe"] });
+    const ring = new LineRing();
+    child.stdout?.on("data", (chunk: Buffer) => ring.push("stdout", chunk));
+    child.stderr?.on("data", (chunk: Buffer) => {
+      ring.push("stderr", chunk);
+      process.stderr.write(chunk);
+    });
     const exited = new Promise<WorkloadExit>((resolve) => {
       child.once("exit", (exitCode, signal) => resolve({ exitCode, signal }));
     });
     await spawned(child, program);
     const pid = child.pid ?? 0;
-    const logger = this.#logger.child({ session: spec.sessionId, pid });
+    const logger = this.#logger.child({ project: spec.projectId, pid });
     // A late 'error' (a failed kill) or an EPIPE on stdin must not crash the host-agent.
     child.on("error", (error) => logger.warn({ err: errorMessage(error) }, "runner process error"));
     child.stdin?.on("error", () => {});
@@ -77,11 +104,13 @@ export class ProcessRuntime implements AgentRuntime {
         stopping ??= this.#stop(child, exited, reason, logger);
         return stopping;
       },
+      exec: (params) => processExec(params, spec.workspacesDir, baseEnv()),
+      logs: async (params) => ({ lines: ring.read(params.tail, params.since), truncated: false }),
     };
   }
 
   /** Nothing survives a process-runtime host-agent. */
-  async adopt(): Promise<AdoptedWorkload[]> {
+  async adopt(): Promise<AdoptedProject[]> {
     return [];
   }
 

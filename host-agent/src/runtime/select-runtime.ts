@@ -29,10 +29,8 @@ export interface SelectRuntimeOptions {
   /** Limits and overrides passed through to DockerRuntime. */
   docker?: Pick<
     DockerRuntimeOptions,
-    "memoryBytes" | "pidsLimit" | "stopTimeoutSeconds" | "command" | "user" | "init" | "agentCommand"
+    "stopTimeoutSeconds" | "command" | "user" | "init" | "agentCommand" | "canIsolate"
   >;
-  /** Working directory for the process runtime. */
-  processCwd?: string;
   pingTimeoutMs?: number;
 }
 
@@ -80,6 +78,5 @@ function processRuntime(options: SelectRuntimeOptions): ProcessRuntime {
     runnerCommand: options.runnerCommand,
     agentCommand: options.processAgentCommand,
     logger: options.logger,
-    ...(options.processCwd !== undefined ? { cwd: options.processCwd } : {}),
   });
 }

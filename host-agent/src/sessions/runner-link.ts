@@ -1,31 +1,38 @@
 /**
- * The host-agent's side of the runner: the container's main process, which owns the agent's
- * stdio and reconnects to whichever host-agent serves the socket. Through it the host-agent
- * starts the agent (once), writes droid messages (idempotent by seq), stops it, and acknowledges
- * the agent events the session object has stored.
+ * The host-agent's side of one project container's runner: the container's main process, which
+ * owns every agent's stdio and reconnects to whichever host-agent serves the socket. Through it
+ * the host-agent starts a session's agent, writes droid messages (idempotent by seq), stops
+ * agents, and acknowledges each session's events once its session object has stored them. All
+ * of it is keyed by session id; the runner's hello says where each agent is.
  */
 import type { Logger } from "../../../lib/log.js";
-import type { AgentState } from "../../../protocol/agent-events.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   AgentMessageResultSchema,
+  type AgentStartParams,
   AgentStartResultSchema,
   AgentStopResultSchema,
+  type RunnerAgent,
   SocketMethod,
 } from "../../../protocol/socket.js";
 import type { ContainerConnection } from "../socket/container-connection.js";
 
 export interface RunnerLinkOptions {
   logger: Logger;
-  /** The agent failed to start (the session cannot go on). */
-  onStartFailed(message: string): void;
+  /** A runner connected and reported these agents (a restarted host-agent re-adopts their sessions). */
+  onAgents(agents: RunnerAgent[]): void;
 }
+
+/** How long starting an agent waits for the runner to connect (a fresh container takes a moment). */
+const CONNECT_WAIT_MS = 30_000;
 
 export class RunnerLink {
   readonly #o: RunnerLinkOptions;
   #connection: ContainerConnection | null = null;
-  #agent: AgentState | null = null;
-  #ackedSeq = 0;
+  /** Highest droid message seq the runner wrote, per session. */
+  readonly #delivered = new Map<string, number>();
+  /** Highest event seq acknowledged, per session (re-sent to a reconnected runner). */
+  readonly #acked = new Map<string, number>();
   #waiters = new Set<() => void>();
 
   constructor(options: RunnerLinkOptions) {
@@ -36,13 +43,19 @@ export class RunnerLink {
     return this.#connection !== null;
   }
 
-  /** A runner authenticated: it is the current one; start its agent if it has not been. */
-  attach(connection: ContainerConnection, agent: AgentState): void {
+  /** A runner authenticated: it is the current one. */
+  attach(connection: ContainerConnection, agents: RunnerAgent[]): void {
     this.#connection = connection;
-    this.#agent = agent;
-    this.#o.logger.info({ agent: agent.status, delivered: agent.delivered_message_seq }, "runner connected");
-    if (this.#ackedSeq > 0) connection.peer.notify(SocketMethod.agentEventsAck, { seq: this.#ackedSeq });
-    if (agent.status === "idle") void this.#start(connection);
+    for (const agent of agents) {
+      this.#delivered.set(
+        agent.session_id,
+        Math.max(this.#delivered.get(agent.session_id) ?? 0, agent.delivered_message_seq),
+      );
+    }
+    this.#o.logger.info({ agents: agents.length }, "runner connected");
+    for (const [sessionId, seq] of this.#acked)
+      connection.peer.notify(SocketMethod.agentEventsAck, { session_id: sessionId, seq });
+    this.#o.onAgents(agents);
     for (const wake of [...this.#waiters]) wake();
   }
 
@@ -52,15 +65,52 @@ export class RunnerLink {
     this.#o.logger.info("runner disconnected");
   }
 
-  /** The session object stored agent events up to `seq`: the runner may forget them. */
-  ackEvents(seq: number): void {
-    if (seq <= this.#ackedSeq) return;
-    this.#ackedSeq = seq;
-    this.#connection?.peer.notify(SocketMethod.agentEventsAck, { seq });
+  /** Waits for a runner (true) or gives up after `timeoutMs` (false). */
+  async waitConnected(timeoutMs: number): Promise<boolean> {
+    if (this.#connection) return true;
+    const signal = AbortSignal.timeout(timeoutMs);
+    return this.#connected(signal).then(
+      () => true,
+      () => false,
+    );
   }
 
-  /** Writes droid message `seq` to the agent's stdin (waiting for a runner); idempotent by seq. */
-  async deliver(seq: number, text: string, signal: AbortSignal): Promise<void> {
+  /** Starts a session's agent (idempotent at the runner); resolves with its pid. */
+  async startAgent(params: AgentStartParams): Promise<number> {
+    const signal = AbortSignal.timeout(CONNECT_WAIT_MS);
+    for (;;) {
+      const connection = this.#connection;
+      if (!connection) {
+        await this.#connected(signal).catch(() => {
+          throw new Error(`the container's runner did not connect within ${CONNECT_WAIT_MS / 1000} s`);
+        });
+        continue;
+      }
+      try {
+        const raw = await connection.peer.request(SocketMethod.agentStart, params, { timeoutMs: 30_000 });
+        return AgentStartResultSchema.parse(raw).pid;
+      } catch (err) {
+        if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) continue;
+        throw err;
+      }
+    }
+  }
+
+  /** The session object stored a session's events up to `seq`: the runner may forget them. */
+  ackEvents(sessionId: string, seq: number): void {
+    if (seq <= (this.#acked.get(sessionId) ?? 0)) return;
+    this.#acked.set(sessionId, seq);
+    this.#connection?.peer.notify(SocketMethod.agentEventsAck, { session_id: sessionId, seq });
+  }
+
+  /** The session is over here: forget what was kept for it. */
+  forget(sessionId: string): void {
+    this.#acked.delete(sessionId);
+    this.#delivered.delete(sessionId);
+  }
+
+  /** Writes droid message `seq` to a session's agent (waiting for a runner); idempotent by seq. */
+  async deliver(sessionId: string, seq: number, text: string, signal: AbortSignal): Promise<void> {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const connection = this.#connection;
@@ -68,15 +118,15 @@ export class RunnerLink {
         await this.#connected(signal);
         continue;
       }
-      if ((this.#agent?.delivered_message_seq ?? 0) >= seq) return;
+      if ((this.#delivered.get(sessionId) ?? 0) >= seq) return;
       try {
-        const raw = await connection.peer.request(SocketMethod.agentMessage, { seq, text }, { signal });
+        const raw = await connection.peer.request(
+          SocketMethod.agentMessage,
+          { session_id: sessionId, seq, text },
+          { signal },
+        );
         const result = AgentMessageResultSchema.parse(raw);
-        if (this.#agent)
-          this.#agent.delivered_message_seq = Math.max(
-            this.#agent.delivered_message_seq,
-            result.delivered_seq,
-          );
+        this.#delivered.set(sessionId, Math.max(this.#delivered.get(sessionId) ?? 0, result.delivered_seq));
         return;
       } catch (err) {
         if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) continue;
@@ -85,39 +135,32 @@ export class RunnerLink {
     }
   }
 
-  /** Asks the runner to stop the agent; resolves when it did, or after the grace when it cannot. */
-  async stop(reason: string, graceMs: number): Promise<void> {
+  /** Asks the runner to stop a session's agent; resolves when it did, or after the grace when it cannot. */
+  async stopAgent(sessionId: string, reason: string, graceMs: number): Promise<void> {
     const connection = this.#connection;
-    if (!connection || this.#agent?.status === "exited") return;
+    if (!connection) return;
     try {
       const raw = await connection.peer.request(
         SocketMethod.agentStop,
-        { reason, grace_ms: graceMs },
+        { session_id: sessionId, reason, grace_ms: graceMs },
         { timeoutMs: graceMs + 3_000 },
       );
       const exit = AgentStopResultSchema.parse(raw);
-      this.#o.logger.info({ exit_code: exit.exit_code, signal: exit.signal }, "agent stopped");
+      this.#o.logger.info(
+        { session: sessionId, exit_code: exit.exit_code, signal: exit.signal },
+        "agent stopped",
+      );
     } catch (err) {
-      this.#o.logger.warn({ err }, "the runner did not confirm the agent stopped");
-    }
-  }
-
-  async #start(connection: ContainerConnection): Promise<void> {
-    try {
-      const raw = await connection.peer.request(SocketMethod.agentStart, {}, { timeoutMs: 30_000 });
-      const started = AgentStartResultSchema.safeParse(raw);
-      if (this.#agent) this.#agent.status = "running";
-      this.#o.logger.info({ pid: started.success ? started.data.pid : null }, "agent started");
-    } catch (err) {
-      if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return; // retried on reconnect
-      const message = err instanceof Error ? err.message : String(err);
-      this.#o.logger.error({ err: message }, "the runner could not start the agent");
-      this.#o.onStartFailed(message);
+      this.#o.logger.warn({ session: sessionId, err }, "the runner did not confirm the agent stopped");
     }
   }
 
   #connected(signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(signal.reason);
+        return;
+      }
       const done = () => {
         this.#waiters.delete(done);
         signal.removeEventListener("abort", onAbort);

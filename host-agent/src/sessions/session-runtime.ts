@@ -1,64 +1,60 @@
-import { randomBytes } from "node:crypto";
-import { chmod, mkdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
+import type { HandlerContext } from "../../../lib/rpc/peer.js";
+import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import type { SessionSpec } from "../../../protocol/tunnel.js";
-import type { AgentRuntime, Workload } from "../runtime/types.js";
-import { RelaySocketServer } from "../socket/index.js";
+import type { JsonValue } from "../../../protocol/json.js";
+import type { AgentStartParams } from "../../../protocol/socket.js";
+import type { CallerToolRequest } from "../socket/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { SessionTunnel } from "../tunnel/session-tunnel.js";
 import { CallerCalls } from "./caller-calls.js";
-import { RunnerLink } from "./runner-link.js";
+import type { RunnerLink } from "./runner-link.js";
 
 export interface SessionRuntimeOptions {
   sessionId: string;
+  sessionToken: string;
   workerUrl: string;
   hostToken: string;
   hostId: string;
-  runtime: AgentRuntime;
-  socketRoot: string;
   logger: Logger;
+  /** The runner of the session's project container. */
+  runner: RunnerLink;
+  /** Pushes the caller tools config to the session's container-clients. */
+  pushConfig(config: CallerToolsConfig): void;
   /** Called once, after the session has been cleaned up on this host. */
   onClosed(sessionId: string): void;
-  timing?: TunnelTiming;
+  timing?: TunnelTiming | undefined;
 }
 
 /** Backstop used before the session object has sent its config (e.g. right after a restart). */
 const DEFAULT_BACKSTOP_MS = 5 * 60_000;
 /** The host gives up this much before the container-client, so the droid hears the host's reason. */
 const HOST_BACKSTOP_MARGIN_MS = 5_000;
-/** How long stopping a session lets the runner end its agent before the container is stopped. */
+/** How long stopping a session lets the runner end its agent. */
 const AGENT_STOP_GRACE_MS = 5_000;
 
 /**
- * One session on this host: its socket directory and container socket (for the runner and the
- * droid's container-client), its tunnel to the session's Durable Object, and its workload. The
- * host-agent holds no agent stdio: messages go to the runner, events come from it, so a
- * host-agent restart leaves the workload running and a new host-agent re-adopts it.
+ * One session on this host: an agent process inside its project's container, its tunnel to the
+ * session's Durable Object, and its caller tool calls. The host-agent holds no agent stdio:
+ * messages go to the runner, events come from it, so a host-agent restart leaves the agent
+ * running and a new host-agent re-adopts the session from the runner's hello. The session ends
+ * here when its agent has ended and the session object stored that, when the Worker stops it,
+ * or when its project's container goes; the container stays for the project's other sessions.
  */
 export class SessionRuntime {
   readonly #o: SessionRuntimeOptions;
   readonly #log: Logger;
-  readonly #socketDir: string;
-  readonly #sessionToken: string;
   readonly #tunnel: SessionTunnel;
-  readonly #socket: RelaySocketServer;
   readonly #calls: CallerCalls;
-  readonly #runner: RunnerLink;
   #config: CallerToolsConfig | null = null;
-  #workload: Workload | null = null;
+  /** The seq of the event reporting the agent's end; once stored, the session ends here. */
+  #endSeq: number | null = null;
+  #endReason = "";
   #closing: Promise<void> | null = null;
 
-  constructor(options: SessionRuntimeOptions, existing?: { sessionToken: string; socketDir: string }) {
+  constructor(options: SessionRuntimeOptions) {
     this.#o = options;
     this.#log = options.logger.child({ session: options.sessionId });
-    this.#socketDir = existing?.socketDir ?? join(options.socketRoot, options.sessionId);
-    this.#sessionToken = existing?.sessionToken ?? randomBytes(32).toString("hex");
-    this.#runner = new RunnerLink({
-      logger: this.#log,
-      onStartFailed: (message) => void this.end(`the agent could not start: ${message}`),
-    });
     this.#tunnel = new SessionTunnel({
       workerUrl: options.workerUrl,
       hostToken: options.hostToken,
@@ -68,10 +64,10 @@ export class SessionRuntime {
       timing: options.timing,
       onConfig: (config) => {
         this.#config = config;
-        this.#socket.setCallerToolsConfig(config);
+        options.pushConfig(config);
       },
-      onDroidMessage: (seq, text, signal) => this.#runner.deliver(seq, text, signal),
-      onEventsStored: (seq) => this.#runner.ackEvents(seq),
+      onDroidMessage: (seq, text, signal) => options.runner.deliver(options.sessionId, seq, text, signal),
+      onEventsStored: (seq) => this.#stored(seq),
       onGone: (reason) => void this.stop(reason),
     });
     this.#calls = new CallerCalls({
@@ -83,54 +79,62 @@ export class SessionRuntime {
           : DEFAULT_BACKSTOP_MS,
       logger: this.#log,
     });
-    this.#socket = new RelaySocketServer({
-      path: join(this.#socketDir, "relay.sock"),
-      sessionId: options.sessionId,
-      sessionToken: this.#sessionToken,
-      logger: this.#log,
-      handlers: {
-        callerTool: (request, ctx) => this.#calls.run(request, ctx),
-        runnerConnected: (connection, agent) => this.#runner.attach(connection, agent),
-        runnerGone: (connection) => this.#runner.detach(connection),
-        agentEvents: (events) => this.#tunnel.pushEvents(events),
-      },
-    });
   }
 
   get sessionId(): string {
     return this.#o.sessionId;
   }
 
-  /** Creates the socket, connects the tunnel and launches the workload; throws if the launch fails. */
-  async start(spec: SessionSpec): Promise<void> {
-    // Reachable by the container's non-root user (uid 1000); the socket itself is 0666.
-    await mkdir(this.#socketDir, { recursive: true, mode: 0o711 });
-    await chmod(this.#socketDir, 0o711);
-    await this.#socket.start();
-    this.#tunnel.start();
-    try {
-      this.#workload = await this.#o.runtime.launch({
-        sessionId: this.#o.sessionId,
-        sessionToken: this.#sessionToken,
-        socketDir: this.#socketDir,
-        image: spec.image,
-        env: { ...spec.env },
-      });
-    } catch (err) {
-      await this.#cleanup();
-      throw err;
-    }
-    this.#watch(this.#workload);
+  get sessionToken(): string {
+    return this.#o.sessionToken;
   }
 
-  /** Serves a workload an earlier host-agent left running: same socket path, same session. */
-  async adopt(workload: Workload): Promise<void> {
-    await mkdir(this.#socketDir, { recursive: true, mode: 0o711 });
-    await this.#socket.start();
+  get closing(): boolean {
+    return this.#closing !== null;
+  }
+
+  /** Connects the tunnel and has the runner start the agent; a failed start ends the session. */
+  start(launch: Omit<AgentStartParams, "session_id" | "session_token">): void {
     this.#tunnel.start();
-    this.#workload = workload;
-    this.#watch(workload);
-    this.#log.info({ workload: workload.id.slice(0, 12) }, "session re-adopted");
+    void this.#o.runner
+      .startAgent({ ...launch, session_id: this.#o.sessionId, session_token: this.#o.sessionToken })
+      .then(
+        (pid) => this.#log.info({ pid }, "agent started"),
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          this.#log.error({ err: message }, "the runner could not start the agent");
+          void this.end(`the agent could not start: ${message}`);
+        },
+      );
+  }
+
+  /** Serves a session whose agent the runner already runs (a restarted host-agent re-adopts it). */
+  adopt(agent: AgentState): void {
+    this.#tunnel.start();
+    // An agent that already ended has its end event in the runner's buffer, re-sent on connect:
+    // the session ends here once that is stored, as for a live one.
+    this.#log.info({ agent: agent.status }, "session re-adopted");
+  }
+
+  /** A caller tool call from the session's container-client. */
+  callerTool(request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue> {
+    return this.#calls.run(request, ctx);
+  }
+
+  /** Events of the session's agent, from the runner. */
+  agentEvents(events: AgentEvent[]): void {
+    for (const event of events) {
+      if (event.type === "droid_status" && (event.status === "exited" || event.status === "failed")) {
+        this.#endSeq = event.seq;
+        this.#endReason =
+          event.status === "failed"
+            ? `the agent could not start: ${event.message ?? "unknown error"}`
+            : exitReason(event.exit_code ?? null);
+      }
+    }
+    this.#tunnel.pushEvents(events);
+    // A re-sent end the session object already has: nothing more will be stored for it.
+    if (this.#endSeq !== null && this.#tunnel.storedSeq >= this.#endSeq) void this.end(this.#endReason);
   }
 
   /** The host channel is back: reconnect the tunnel now. */
@@ -138,33 +142,26 @@ export class SessionRuntime {
     this.#tunnel.reconnectNow();
   }
 
-  /** Ends the session here: stops the agent and the workload, closes the socket and tunnel. */
+  /** Ends the session here (asked by the Worker): stops its agent, closes the tunnel. */
   stop(reason: string): Promise<void> {
     this.#closing ??= (async () => {
       this.#log.info({ reason }, "stopping session");
-      await this.#runner.stop(reason, AGENT_STOP_GRACE_MS);
-      await this.#workload
-        ?.stop(reason)
-        .catch((err: Error) => this.#log.warn({ err: err.message }, "workload stop failed"));
+      await this.#o.runner.stopAgent(this.#o.sessionId, reason, AGENT_STOP_GRACE_MS);
       await this.#cleanup();
     })();
     return this.#closing;
   }
 
-  /**
-   * Leaves the session running for the next host-agent (the workload survives us): closes the
-   * socket and tunnel, keeps the socket directory.
-   */
+  /** Leaves the agent running for the next host-agent: closes the tunnel only. */
   detach(): Promise<void> {
     this.#closing ??= (async () => {
       this.#tunnel.close();
-      await this.#socket.close();
       this.#calls.clear();
     })();
     return this.#closing;
   }
 
-  /** Ends the session from this side (its workload cannot go on), telling the session object why. */
+  /** Ends the session from this side (its agent or container cannot go on), telling the session object why. */
   async end(reason: string): Promise<void> {
     if (this.#closing) return this.#closing;
     this.#log.warn({ reason }, "ending the session on this host");
@@ -172,13 +169,9 @@ export class SessionRuntime {
     await this.stop(reason);
   }
 
-  #watch(workload: Workload): void {
-    void workload.exited.then((exit) => {
-      if (this.#closing) return;
-      // The runner reports the agent's exit itself before it ends; this is for deaths it could not report.
-      const how = exit.exitCode === null ? "unknown" : String(exit.exitCode);
-      void this.end(`the session's container ended (exit code ${how})`);
-    });
+  #stored(seq: number): void {
+    this.#o.runner.ackEvents(this.#o.sessionId, seq);
+    if (this.#endSeq !== null && seq >= this.#endSeq) void this.end(this.#endReason);
   }
 
   async #cleanup(): Promise<void> {
@@ -186,14 +179,17 @@ export class SessionRuntime {
       ok: false,
       error: { reason: "session_ended", message: "the session ended on this host" },
     });
-    // Let those answers reach the container's connections before the socket closes.
+    // Let those answers reach the container's connections before they close.
     await new Promise((resolve) => setImmediate(resolve));
     this.#tunnel.close();
-    await this.#socket.close();
     this.#calls.clear();
-    await rm(this.#socketDir, { recursive: true, force: true });
+    this.#o.runner.forget(this.#o.sessionId);
     this.#o.onClosed(this.#o.sessionId);
   }
+}
+
+function exitReason(exitCode: number | null): string {
+  return `the session's agent ended (exit code ${exitCode === null ? "unknown" : exitCode})`;
 }
 
 function delay(ms: number): Promise<void> {

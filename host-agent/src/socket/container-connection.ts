@@ -1,13 +1,15 @@
 /**
- * One accepted connection on a session's container socket: a JSON-RPC peer (one message per
- * line) that must authenticate with `hello` before anything but `ping`, as the runner or as a
- * container-client. Requests run concurrently (a slow caller tool never holds up the others).
+ * One accepted connection on a project's container socket: a JSON-RPC peer (one message per
+ * line) that must authenticate with `hello` before anything but `ping`, as the runner (the
+ * container's secret) or as a container-client (a session's secret, which binds the connection
+ * to that session for good). Requests run concurrently (a slow caller tool never holds up the
+ * others).
  */
 import type { Socket } from "node:net";
+import type { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import { LineConnection } from "../../../lib/rpc/line-connection.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
-import type { AgentState } from "../../../protocol/agent-events.js";
 import { Limits } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
@@ -18,17 +20,17 @@ import {
   SOCKET_PROTOCOL_VERSION,
   SocketMethod,
 } from "../../../protocol/socket.js";
-import type { ContainerHandlers } from "./types.js";
+import type { ContainerHandlers, SocketAuth } from "./types.js";
 
 /** What a connection needs from the server that accepted it. */
 export interface ConnectionContext {
-  readonly sessionId: string;
+  readonly projectId: string;
   readonly helloTimeoutMs: number;
   readonly logger: Logger;
   readonly handlers: ContainerHandlers;
-  tokenMatches(presented: string): boolean;
-  /** The serialized config notification's params to push after a client's hello, if any. */
-  config(): unknown;
+  readonly auth: SocketAuth;
+  /** The config notification's params to push to a session's client after its hello, if any. */
+  config(sessionId: string): unknown;
 }
 
 /** Failed `hello`s after which the connection is dropped. */
@@ -44,6 +46,7 @@ export class ContainerConnection {
   readonly #ctx: ConnectionContext;
   readonly #log: Logger;
   #role: Role | null = null;
+  #sessionId: string | null = null;
   #authFailures = 0;
   #helloTimer: NodeJS.Timeout | undefined;
 
@@ -82,9 +85,14 @@ export class ContainerConnection {
     return this.#role;
   }
 
-  /** Sends a notification if this connection is an authenticated client. */
-  notifyClient(method: string, params: unknown): void {
-    if (this.#role === "client") this.peer.notify(method, params);
+  /** The session a client connection is bound to. */
+  get sessionId(): string | null {
+    return this.#sessionId;
+  }
+
+  /** Sends a notification if this connection is an authenticated client of `sessionId`. */
+  notifyClient(sessionId: string, method: string, params: unknown): void {
+    if (this.#role === "client" && this.#sessionId === sessionId) this.peer.notify(method, params);
   }
 
   /** Ends the connection after queued lines are written; destroys it if it lingers. */
@@ -102,20 +110,45 @@ export class ContainerConnection {
   #serve(peer: RpcPeer): void {
     const { handlers } = this.#ctx;
     peer.handle(SocketMethod.ping, PingParamsSchema, () => ({}));
-    peer.handle(SocketMethod.hello, HelloParamsSchema, (params) => {
-      this.#hello(params.session_token, params.role, params.agent);
-      return { session_id: this.#ctx.sessionId, protocol_version: SOCKET_PROTOCOL_VERSION };
+    peer.handle(SocketMethod.hello, HelloParamsSchema, async (params) => {
+      // A session's client may be back before the runner that names its secret (a re-adopted
+      // container): it waits for the runner rather than being refused for good.
+      if (params.role === "client" && params.session_token !== undefined && this.#role === null) {
+        if (this.#ctx.auth.client(params.session_token) === null) await this.#ctx.auth.settled;
+      }
+      this.#hello(params);
+      return {
+        ...(this.#sessionId !== null ? { session_id: this.#sessionId } : {}),
+        project_id: this.#ctx.projectId,
+        protocol_version: SOCKET_PROTOCOL_VERSION,
+      };
     });
-    peer.handle(SocketMethod.callerTool, CallerToolParamsSchema, (params, ctx) =>
-      handlers.callerTool(params, ctx),
-    );
+    peer.handle(SocketMethod.callerTool, CallerToolParamsSchema, (params, ctx) => {
+      // Only a client has a session; the runner makes no calls of its own.
+      const sessionId = this.#sessionId;
+      if (sessionId === null)
+        throw new RpcError(RpcErrorCode.Unauthenticated, "caller_tool needs a session's connection");
+      return handlers.callerTool(sessionId, params, ctx);
+    });
     peer.onNotification(SocketMethod.agentEvents, AgentEventsParamsSchema, (params) => {
-      if (this.#role === "runner") handlers.agentEvents(params.events);
+      if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);
     });
   }
 
-  #hello(token: string, role: Role, agent: AgentState | undefined): void {
-    if (!this.#ctx.tokenMatches(token)) {
+  #hello(params: z.output<typeof HelloParamsSchema>): void {
+    const { role } = params;
+    // The first successful hello binds the connection; a second one cannot change what it is.
+    const sessionId =
+      role === "runner"
+        ? null
+        : params.session_token !== undefined
+          ? this.#ctx.auth.client(params.session_token)
+          : null;
+    const valid =
+      role === "runner"
+        ? params.runner_token !== undefined && this.#ctx.auth.runner(params.runner_token)
+        : sessionId !== null;
+    if (!valid) {
       this.#authFailures += 1;
       if (this.#authFailures >= MAX_AUTH_FAILURES) {
         this.#log.warn({ failures: this.#authFailures }, "closing the connection after repeated bad tokens");
@@ -125,16 +158,17 @@ export class ContainerConnection {
     }
     if (this.#role !== null) return;
     this.#role = role;
+    this.#sessionId = sessionId;
     clearTimeout(this.#helloTimer);
-    this.#log.info({ role }, "container connection authenticated");
+    this.#log.info({ role, session: sessionId ?? undefined }, "container connection authenticated");
     if (role === "runner") {
+      const agents = params.agents ?? [];
       // After the answer to hello, so the runner sees its hello succeed before any request.
-      setImmediate(() =>
-        this.#ctx.handlers.runnerConnected(this, agent ?? { status: "idle", delivered_message_seq: 0 }),
-      );
-    } else {
-      const config = this.#ctx.config();
-      if (config !== undefined) setImmediate(() => this.notifyClient(SocketMethod.callerToolsConfig, config));
+      setImmediate(() => this.#ctx.handlers.runnerConnected(this, agents));
+    } else if (sessionId !== null) {
+      const config = this.#ctx.config(sessionId);
+      if (config !== undefined)
+        setImmediate(() => this.notifyClient(sessionId, SocketMethod.callerToolsConfig, config));
     }
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The host side of one session's container socket: a Unix socket the runner and the droid's
+ * The host side of one project container's socket: a Unix socket the runner and every session's
  * container-client connect to. Bounded per container: at most `maxConnections` at once (more
  * are closed on accept), and a connection that has not authenticated within `helloTimeoutMs` is
  * closed, so one container cannot exhaust the host-agent's file descriptors.
@@ -11,15 +11,14 @@ import type { Logger } from "../../../lib/log.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import { SocketMethod } from "../../../protocol/socket.js";
 import { type ConnectionContext, ContainerConnection } from "./container-connection.js";
-import { sessionTokenMatches } from "./session-token.js";
-import type { ContainerHandlers } from "./types.js";
+import type { ContainerHandlers, SocketAuth } from "./types.js";
 
 export interface RelaySocketServerOptions {
   /** Unix socket path, e.g. `<socketDir>/relay.sock`; created with mode 0o666, a stale socket is removed first. */
   path: string;
-  sessionId: string;
-  /** Secret the runner and container-client must present in `hello`. Never logged. */
-  sessionToken: string;
+  projectId: string;
+  /** Which secrets the runner and each session's container-client present in `hello`. Never logged. */
+  auth: SocketAuth;
   handlers: ContainerHandlers;
   logger: Logger;
   /** Most connections at once (authenticated or not); default 64. */
@@ -45,7 +44,7 @@ export class RelaySocketServer {
   readonly #ctx: ConnectionContext;
   readonly #maxConnections: number;
   #server: Server | undefined;
-  #config: CallerToolsConfig | undefined;
+  readonly #configs = new Map<string, CallerToolsConfig>();
   #nextConnectionId = 1;
   #refused = 0;
   #closing: Promise<void> | undefined;
@@ -55,12 +54,12 @@ export class RelaySocketServer {
     this.#log = options.logger.child({ component: "container-socket" });
     this.#maxConnections = options.maxConnections ?? 64;
     this.#ctx = {
-      sessionId: options.sessionId,
+      projectId: options.projectId,
       helloTimeoutMs: options.helloTimeoutMs ?? 5_000,
       logger: this.#log,
       handlers: options.handlers,
-      tokenMatches: (presented) => sessionTokenMatches(presented, options.sessionToken),
-      config: () => this.#config,
+      auth: options.auth,
+      config: (sessionId) => this.#configs.get(sessionId),
     };
   }
 
@@ -91,12 +90,22 @@ export class RelaySocketServer {
     this.#log.info({ path }, "container socket listening");
   }
 
-  /** Stores the config and pushes `caller_tools_config` to every client (and to each new one after its hello). */
-  setCallerToolsConfig(config: CallerToolsConfig): void {
-    this.#config = config;
+  /** Stores a session's config and pushes `caller_tools_config` to its clients (and to each new one after its hello). */
+  setCallerToolsConfig(sessionId: string, config: CallerToolsConfig): void {
+    this.#configs.set(sessionId, config);
     for (const connection of this.#connections)
-      connection.notifyClient(SocketMethod.callerToolsConfig, config);
-    this.#log.info({ caller_id: config.caller_id, tools: config.tools.length }, "caller tools config pushed");
+      connection.notifyClient(sessionId, SocketMethod.callerToolsConfig, config);
+    this.#log.info(
+      { session: sessionId, caller_id: config.caller_id, tools: config.tools.length },
+      "caller tools config pushed",
+    );
+  }
+
+  /** A session is over: forget its config and close its clients' connections (its secret is void now). */
+  dropSession(sessionId: string): void {
+    this.#configs.delete(sessionId);
+    for (const connection of this.#connections)
+      if (connection.sessionId === sessionId) void connection.shutdown(2_000);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { HandlerContext } from "../../../lib/rpc/peer.js";
-import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
+import type { AgentEvent } from "../../../protocol/agent-events.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
+import type { RunnerAgent } from "../../../protocol/socket.js";
 import type { ContainerConnection } from "./container-connection.js";
 
 /** One caller tool call, as the droid's container-client asked for it. */
@@ -10,17 +11,31 @@ export interface CallerToolRequest {
   arguments: JsonObject;
 }
 
-/** What the host-agent does with what arrives on a session's container socket. */
+/** Who a secret presented in `hello` belongs to. */
+export interface SocketAuth {
+  /** True when `token` is the container's (runner) secret. Constant time. */
+  runner(token: string): boolean;
+  /** The session whose secret `token` is, or null. Constant time per known session. */
+  client(token: string): string | null;
+  /**
+   * Settles once the sessions' secrets are known. A re-adopted container's runner reports them
+   * in its hello; a client that reconnects first waits for that instead of being refused for good.
+   */
+  readonly settled?: Promise<void>;
+}
+
+/** What the host-agent does with what arrives on a project's container socket. */
 export interface ContainerHandlers {
   /**
-   * Runs one caller tool call: resolves with the caller's result or throws an RpcError. `ctx.signal`
-   * aborts when the droid cancels (RequestCancelled) or the connection closes (ConnectionClosed).
+   * Runs one caller tool call of `sessionId` (the session the connection is bound to): resolves
+   * with the caller's result or throws an RpcError. `ctx.signal` aborts when the droid cancels
+   * (RequestCancelled) or the connection closes (ConnectionClosed).
    */
-  callerTool(request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue>;
-  /** A connection authenticated as the runner, reporting where its agent is. */
-  runnerConnected(connection: ContainerConnection, agent: AgentState): void;
+  callerTool(sessionId: string, request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue>;
+  /** A connection authenticated as the runner, reporting its agents. */
+  runnerConnected(connection: ContainerConnection, agents: RunnerAgent[]): void;
   /** The runner's connection closed. */
   runnerGone(connection: ContainerConnection): void;
-  /** New (or re-sent) agent events from the runner. */
-  agentEvents(events: AgentEvent[]): void;
+  /** New (or re-sent) events of one session's agent, from the runner. */
+  agentEvents(sessionId: string, events: AgentEvent[]): void;
 }

@@ -4,23 +4,47 @@ import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   HostHelloResultSchema,
   type RuntimeKind,
-  type SessionSpec,
   SessionStartParamsSchema,
   SessionStopParamsSchema,
   TUNNEL_PROTOCOL_VERSION,
+  type TunnelFailure,
+  TunnelFailureSchema,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
+import {
+  ContainerExecParamsSchema,
+  ContainerLogsParamsSchema,
+  ProjectEnsureParamsSchema,
+  ProjectRefreshParamsSchema,
+  ProjectRemoveParamsSchema,
+  ProjectStopParamsSchema,
+  WorkspaceCreateParamsSchema,
+  WorkspaceDeleteParamsSchema,
+  WorkspaceReadParamsSchema,
+} from "../../../protocol/tunnel-projects.js";
+import { HostError } from "../projects/errors.js";
+import type { ProjectManager } from "../projects/project-manager.js";
 import { type TunnelTiming, toWs } from "./reconnecting-socket.js";
 import { TunnelLink } from "./tunnel-link.js";
 
-/** What the host control channel asks of the host's sessions. */
-export interface SessionControl {
-  start(sessionId: string, spec: SessionSpec): Promise<void>;
-  stop(sessionId: string, reason: string): Promise<void>;
-  running(): string[];
-  /** The host channel is (back) up: session tunnels should reconnect now. */
-  reconnectTunnels(): void;
-}
+/** What the host channel asks of this host's projects and sessions. */
+export type HostTarget = Pick<
+  ProjectManager,
+  | "running"
+  | "projects"
+  | "reconnectTunnels"
+  | "startSession"
+  | "stopSession"
+  | "ensureProject"
+  | "stopProject"
+  | "removeProject"
+  | "refreshProject"
+  | "createWorkspace"
+  | "deleteWorkspace"
+  | "readWorkspace"
+  | "exec"
+  | "logs"
+>;
 
 export interface HostControlOptions {
   workerUrl: string;
@@ -29,7 +53,7 @@ export interface HostControlOptions {
   runtime: RuntimeKind;
   agentVersion: string;
   maxSessions: number;
-  sessions: SessionControl;
+  host: HostTarget;
   logger: Logger;
   /** The Worker refused this host for good (bad token): the process should exit. */
   onRefused(status: number, body: string): void;
@@ -38,7 +62,10 @@ export interface HostControlOptions {
 
 const HELLO_TIMEOUT_MS = 15_000;
 
-/** The host channel of the tunnel: registers the host, reports its sessions, carries start/stop. */
+/**
+ * The host channel of the tunnel: registers the host, reports its sessions and project
+ * containers, and serves the registry's requests: projects, workspaces, exec and logs, sessions.
+ */
 export class HostControl {
   readonly #o: HostControlOptions;
   readonly #link: TunnelLink;
@@ -52,7 +79,7 @@ export class HostControl {
       hostToken: options.hostToken,
       logger: options.logger,
       timing: options.timing,
-      serve: (peer) => this.#serve(peer),
+      serve: (peer) => serveHostRequests(peer, options.host, options.logger),
       opened: (peer) => void this.#hello(peer),
       onPermanentFailure: options.onRefused,
     });
@@ -66,24 +93,8 @@ export class HostControl {
     this.#link.close();
   }
 
-  #serve(peer: RpcPeer): void {
-    const { sessions, logger } = this.#o;
-    peer.handle(TunnelMethod.sessionStart, SessionStartParamsSchema, async (params) => {
-      await sessions.start(params.session_id, params.spec).catch((err: unknown) => {
-        throw toRpcError(err, logger, `could not start session ${params.session_id}`);
-      });
-      return {};
-    });
-    peer.handle(TunnelMethod.sessionStop, SessionStopParamsSchema, async (params) => {
-      await sessions.stop(params.session_id, params.reason).catch((err: unknown) => {
-        throw toRpcError(err, logger, `could not stop session ${params.session_id}`);
-      });
-      return {};
-    });
-  }
-
   async #hello(peer: RpcPeer): Promise<void> {
-    const { hostId, runtime, agentVersion, maxSessions, sessions, logger } = this.#o;
+    const { hostId, runtime, agentVersion, maxSessions, host, logger } = this.#o;
     try {
       const raw = await peer.request(
         TunnelMethod.hostHello,
@@ -92,14 +103,15 @@ export class HostControl {
           host_id: hostId,
           runtime,
           agent_version: agentVersion,
-          sessions: sessions.running(),
+          sessions: host.running(),
+          projects: await host.projects(),
           max_sessions: maxSessions,
         },
         { timeoutMs: HELLO_TIMEOUT_MS, timeoutMessage: "no answer to host_hello" },
       );
       const hello = HostHelloResultSchema.parse(raw);
       logger.info({ host_id: hello.host_id }, "registered with the Worker");
-      sessions.reconnectTunnels();
+      host.reconnectTunnels();
     } catch (err) {
       if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return;
       logger.error({ err }, "host_hello failed; reconnecting");
@@ -108,12 +120,137 @@ export class HostControl {
   }
 }
 
-/** Errors of the runtime become tunnel errors with a reason; their messages say what to do. */
+/** Registers the registry's requests on a host channel peer; every failure becomes a reasoned error. */
+export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logger): void {
+  const guard =
+    <P, R>(what: (params: P) => string, run: (params: P) => Promise<R>) =>
+    async (params: P): Promise<R> => {
+      try {
+        return await run(params);
+      } catch (err) {
+        throw toRpcError(err, logger, what(params));
+      }
+    };
+  peer.handle(
+    TunnelMethod.sessionStart,
+    SessionStartParamsSchema,
+    guard(
+      (p) => `could not start session ${p.session_id}`,
+      async (p) => {
+        await host.startSession(p);
+        return {};
+      },
+    ),
+  );
+  peer.handle(
+    TunnelMethod.sessionStop,
+    SessionStopParamsSchema,
+    guard(
+      (p) => `could not stop session ${p.session_id}`,
+      async (p) => {
+        await host.stopSession(p.session_id, p.reason);
+        return {};
+      },
+    ),
+  );
+  peer.handle(
+    TunnelMethod.projectEnsure,
+    ProjectEnsureParamsSchema,
+    guard(
+      (p) => `could not start project ${p.project_id}`,
+      async (p) => {
+        const { containerId, started } = await host.ensureProject(p.project_id, p.spec);
+        return { container_id: containerId, started };
+      },
+    ),
+  );
+  peer.handle(
+    TunnelMethod.projectStop,
+    ProjectStopParamsSchema,
+    guard(
+      (p) => `could not stop project ${p.project_id}`,
+      async (p) => {
+        await host.stopProject(p.project_id, p.reason);
+        return {};
+      },
+    ),
+  );
+  peer.handle(
+    TunnelMethod.projectRemove,
+    ProjectRemoveParamsSchema,
+    guard(
+      (p) => `could not remove project ${p.project_id}`,
+      async (p) => {
+        await host.removeProject(p.project_id);
+        return {};
+      },
+    ),
+  );
+  peer.handle(
+    TunnelMethod.projectRefresh,
+    ProjectRefreshParamsSchema,
+    guard(
+      (p) => `could not refresh project ${p.project_id}`,
+      async (p) => ({ container_id: (await host.refreshProject(p.project_id, p.spec)).containerId }),
+    ),
+  );
+  peer.handle(
+    TunnelMethod.workspaceCreate,
+    WorkspaceCreateParamsSchema,
+    guard(
+      (p) => `could not create workspace ${p.workspace_id} of ${p.project_id}`,
+      (p) =>
+        host.createWorkspace(p.project_id, p.workspace_id, { initGit: p.init_git, remoteUrl: p.remote_url }),
+    ),
+  );
+  peer.handle(
+    TunnelMethod.workspaceDelete,
+    WorkspaceDeleteParamsSchema,
+    guard(
+      (p) => `could not delete workspace ${p.workspace_id} of ${p.project_id}`,
+      async (p) => {
+        await host.deleteWorkspace(p.project_id, p.workspace_id);
+        return {};
+      },
+    ),
+  );
+  peer.handle(
+    TunnelMethod.workspaceRead,
+    WorkspaceReadParamsSchema,
+    guard(
+      (p) => `could not read ${p.path} in workspace ${p.workspace_id} of ${p.project_id}`,
+      (p) => host.readWorkspace(p.project_id, p.workspace_id, p.path, p.kind, p.max_bytes),
+    ),
+  );
+  peer.handle(
+    TunnelMethod.containerExec,
+    ContainerExecParamsSchema,
+    guard(
+      (p) => `could not exec in project ${p.project_id}`,
+      (p) => host.exec(p),
+    ),
+  );
+  peer.handle(
+    TunnelMethod.containerLogs,
+    ContainerLogsParamsSchema,
+    guard(
+      (p) => `could not read the logs of project ${p.project_id}`,
+      (p) => host.logs(p),
+    ),
+  );
+}
+
+/** Errors of the host become tunnel errors with a reason; their messages say what to do. */
 function toRpcError(err: unknown, logger: Logger, what: string): RpcError {
   if (err instanceof RpcError) return err;
-  const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "runtime_error";
-  const reason = code === "image_not_found" || code === "host_full" ? code : "runtime_error";
   const message = err instanceof Error ? err.message : String(err);
+  let reason: TunnelFailure = "runtime_error";
+  if (err instanceof HostError) reason = err.reason;
+  else if (typeof err === "object" && err !== null && "code" in err) {
+    // RuntimeError: image_not_found, runtime_error, docker_unavailable (a runtime error here).
+    const parsed = TunnelFailureSchema.safeParse(err.code);
+    if (parsed.success) reason = parsed.data;
+  }
   logger.warn({ reason, error: message }, what);
   return new RpcError(RpcErrorCode.ServerError, message, { reason });
 }

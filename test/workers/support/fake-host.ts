@@ -30,7 +30,7 @@ import { HOST_TOKEN } from "./tokens.js";
 
 export type SessionStartParams = z.infer<typeof SessionStartParamsSchema>;
 export type SessionStopParams = z.infer<typeof SessionStopParamsSchema>;
-export type HostHelloParams = z.infer<typeof HostHelloParamsSchema>;
+export type HostHelloParams = z.input<typeof HostHelloParamsSchema>;
 
 /** A request of the registry to a host, its params checked by the shared schema. */
 export type HostRequest =

@@ -1,0 +1,68 @@
+/**
+ * `container exec` under the process runtime (development only): the argv runs as a child of the
+ * host-agent, without a shell, in the project's workspace directory (a container path under
+ * /workspace is mapped onto it), in its own process group so a timeout kills all of it.
+ */
+import { spawn } from "node:child_process";
+import { isAbsolute, join, relative } from "node:path";
+import type { ContainerExecParams, ContainerExecResult } from "../../../protocol/tunnel-projects.js";
+import { HostError } from "../projects/errors.js";
+import { DEFAULT_EXEC_CWD } from "./docker-exec.js";
+import { fitOutput, OutputCollector } from "./output-budget.js";
+
+/** The host directory a container path under /workspace stands for; HostError("invalid") otherwise. */
+export function mapWorkspacePath(containerPath: string, workspacesDir: string): string {
+  const rel = relative(DEFAULT_EXEC_CWD, containerPath);
+  if (rel.startsWith("..") || isAbsolute(rel)) {
+    throw new HostError("invalid", `cwd must be under ${DEFAULT_EXEC_CWD} under the process runtime`);
+  }
+  return join(workspacesDir, rel);
+}
+
+/** Runs the command; never rejects for the command's own failure. */
+export async function processExec(
+  params: ContainerExecParams,
+  workspacesDir: string,
+  env: Record<string, string>,
+): Promise<ContainerExecResult> {
+  const startedAt = Date.now();
+  const cwd = mapWorkspacePath(params.cwd ?? DEFAULT_EXEC_CWD, workspacesDir);
+  const [program, ...args] = params.command;
+  if (program === undefined) throw new HostError("invalid", "command is empty");
+  const output = new OutputCollector(params.output_limit_bytes);
+  const child = spawn(program, args, {
+    cwd,
+    env,
+    shell: false,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout.on("data", (chunk: Buffer) => output.push("stdout", chunk));
+  child.stderr.on("data", (chunk: Buffer) => output.push("stderr", chunk));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-(child.pid ?? 0), "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  }, params.timeout_ms);
+  const exit = await new Promise<{ code: number | null; error?: Error }>((resolve) => {
+    child.once("error", (error) => resolve({ code: null, error }));
+    child.once("close", (code) => resolve({ code }));
+  });
+  clearTimeout(timer);
+  if (exit.error) throw new HostError("exec_failed", `could not run ${program}: ${exit.error.message}`);
+  const durationMs = Date.now() - startedAt;
+  const { answer, cut } = fitOutput(output.text("stdout"), output.text("stderr"), (stdout, stderr) => ({
+    exit_code: timedOut ? null : exit.code,
+    stdout,
+    stderr,
+    truncated: false,
+    timed_out: timedOut,
+    duration_ms: durationMs,
+  }));
+  answer.truncated = cut || output.truncated;
+  return answer;
+}

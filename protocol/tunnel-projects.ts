@@ -1,0 +1,108 @@
+/**
+ * The host channel's project requests (registry → host): a project owns one container on its
+ * host; its volume holds its workspaces; `container_exec` / `container_logs` act on that
+ * container. Every one is idempotent where it can be, and refuses with `data.reason` otherwise.
+ */
+import { z } from "zod";
+import { ProjectIdSchema, WorkspaceIdSchema } from "./ids.js";
+import { ProjectSpecSchema } from "./project.js";
+
+/** `project_ensure`: start the project's container unless it runs. */
+export const ProjectEnsureParamsSchema = z.object({ project_id: ProjectIdSchema, spec: ProjectSpecSchema });
+export const ProjectEnsureResultSchema = z.object({ container_id: z.string(), started: z.boolean() });
+
+/** `project_stop`: stop the container; every session in it ends with `reason`. */
+export const ProjectStopParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  reason: z.string().max(1024),
+});
+
+/** `project_remove`: stop and remove the container, its socket directory and all its workspaces here. */
+export const ProjectRemoveParamsSchema = z.object({ project_id: ProjectIdSchema });
+
+/** `project_refresh`: recreate the container from the current image (refused while sessions run). */
+export const ProjectRefreshParamsSchema = ProjectEnsureParamsSchema;
+export const ProjectRefreshResultSchema = z.object({ container_id: z.string() });
+
+/** Remote URLs `workspace_create` clones: these schemes only, never an option-looking string. */
+export const RemoteUrlSchema = z
+  .string()
+  .max(2048)
+  .refine((url) => !url.startsWith("-") && /^(https?|ssh|file):\/\/[^\s]+$/.test(url), {
+    message: "remote_url must be an https://, http://, ssh:// or file:// URL",
+  });
+
+/** `workspace_create`: a directory in the project's volume, optionally `git init` or `git clone`. */
+export const WorkspaceCreateParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema,
+  init_git: z.boolean().default(false),
+  remote_url: RemoteUrlSchema.optional(),
+});
+export const WorkspaceCreateResultSchema = z.object({
+  /** The workspace's path inside the container. */
+  path: z.string(),
+  git: z.enum(["init", "clone"]).nullable(),
+});
+
+/** `workspace_delete`: remove a workspace (never `default`, never one a running session uses). */
+export const WorkspaceDeleteParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema,
+});
+
+/** Largest `max_bytes` of a `workspace_read`: the answer must fit a tunnel frame. */
+export const MAX_WORKSPACE_READ_BYTES = 512 * 1024;
+
+/** `workspace_read`: list a directory or read a file inside a workspace (relative path, no escape). */
+export const WorkspaceReadParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema,
+  path: z.string().max(4096).default("."),
+  kind: z.enum(["dir", "file"]),
+  max_bytes: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_WORKSPACE_READ_BYTES)
+    .default(64 * 1024),
+});
+export const WorkspaceEntrySchema = z.object({ name: z.string(), type: z.enum(["file", "dir"]) });
+export const WorkspaceReadResultSchema = z.union([
+  z.object({ entries: z.array(WorkspaceEntrySchema), truncated: z.boolean().optional() }),
+  z.object({ content: z.string(), truncated: z.boolean() }),
+]);
+export type WorkspaceReadResult = z.infer<typeof WorkspaceReadResultSchema>;
+
+/** `container_exec`: run an argv in the project's container (never through a shell on the host). */
+export const ContainerExecParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  command: z.array(z.string().max(32_768)).min(1).max(256),
+  cwd: z.string().max(4096).startsWith("/").optional(),
+  timeout_ms: z.number().int().min(1).max(600_000).default(60_000),
+  output_limit_bytes: z.number().int().min(1).max(1_048_576).default(65_536),
+});
+export type ContainerExecParams = z.infer<typeof ContainerExecParamsSchema>;
+export const ContainerExecResultSchema = z.object({
+  exit_code: z.number().int().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+  timed_out: z.boolean(),
+  duration_ms: z.number().int().nonnegative(),
+});
+export type ContainerExecResult = z.infer<typeof ContainerExecResultSchema>;
+
+/** `container_logs`: the container's output (both streams), newest `tail` lines, optionally since a time. */
+export const ContainerLogsParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  since: z.number().int().nonnegative().optional(),
+  tail: z.number().int().min(1).max(10_000).default(200),
+});
+export type ContainerLogsParams = z.infer<typeof ContainerLogsParamsSchema>;
+export const ContainerLogsResultSchema = z.object({ lines: z.array(z.string()), truncated: z.boolean() });
+export type ContainerLogsResult = z.infer<typeof ContainerLogsResultSchema>;
+
+/** One project container a host has, as `host_hello` reports it. */
+export const HostProjectSchema = z.object({ project_id: ProjectIdSchema, running: z.boolean() });
+export type HostProject = z.infer<typeof HostProjectSchema>;
