@@ -13,7 +13,7 @@ import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
 import { placementsOn } from "./support/registry.js";
 import { errorOf } from "./support/rpc-socket.js";
-import { events, newSessionId, sessionStub, spawn } from "./support/session.js";
+import { events, newProjectId, newSessionId, sessionStub, spawn } from "./support/session.js";
 import { ADMIN, HOST_TOKEN } from "./support/tokens.js";
 
 afterEach(async () => {
@@ -63,16 +63,29 @@ describe("placement", () => {
     freezeClock();
     const registry = registryStub();
     const sessionId = newSessionId();
-    const placed = registry.place({ sessionId });
+    const projectId = newProjectId();
+    const placed = registry.place({ sessionId, projectId });
     await placeWaiting(registry);
     const host = await FakeHost.connect(uniqueHostId("late"));
     expect(await placed).toEqual({ ok: true, value: { hostId: host.hostId, runtime: "process" } });
     expect(host.starts()).toEqual([]);
-    expect(await registry.start({ sessionId, spec: { image: "droid:test" } })).toEqual({
-      ok: true,
-      value: undefined,
-    });
-    expect(host.starts()).toEqual([{ session_id: sessionId, spec: { image: "droid:test" } }]);
+    const project = { image: "droid:test", limits: {}, workspace_isolation: false };
+    const start = {
+      sessionId,
+      projectId,
+      workspaceId: "default",
+      workspace: { initGit: true, remoteUrl: null },
+      project,
+      spec: {},
+    };
+    expect(await registry.start(start)).toEqual({ ok: true, value: undefined });
+    // The workspace first, then the session in the project's container.
+    expect(host.socket.requests(TunnelMethod.workspaceCreate).map((r) => r.params)).toEqual([
+      { project_id: projectId, workspace_id: "default", init_git: true },
+    ]);
+    expect(host.starts()).toEqual([
+      { session_id: sessionId, project_id: projectId, workspace_id: "default", project, spec: {} },
+    ]);
   });
 
   it("fails at once with host_full, naming the capacity, when every connected host is full", async () => {
@@ -96,7 +109,7 @@ describe("placement", () => {
     await until(async () => (await registryHosts()) === 0, "the registry dropped the host");
     freezeClock();
     const registry = registryStub();
-    const placed = registry.place({ sessionId: newSessionId() });
+    const placed = registry.place({ sessionId: newSessionId(), projectId: newProjectId() });
     await placeWaiting(registry);
     // Back, still running its one session: it wakes the spawn, which it cannot take.
     await FakeHost.connect(id, { maxSessions: 1, sessions: [sessionId] });
@@ -117,14 +130,22 @@ describe("placement", () => {
     const host = await FakeHost.connect(uniqueHostId("spec"));
     const { sessionId, info } = await spawn();
     expect(info).toMatchObject({ host_id: host.hostId, runtime: "process", status: "starting" });
-    expect(host.starts()).toEqual([{ session_id: sessionId, spec: {} }]);
+    expect(host.starts()).toEqual([
+      {
+        session_id: sessionId,
+        project_id: expect.stringMatching(/^prj_/),
+        workspace_id: "default",
+        project: { limits: {}, workspace_isolation: false },
+        spec: {},
+      },
+    ]);
   });
 
   it("ignores a host that has not said hello", async () => {
     await FakeHost.open(uniqueHostId("silent"));
     freezeClock();
     const registry = registryStub();
-    const placed = registry.place({ sessionId: newSessionId() });
+    const placed = registry.place({ sessionId: newSessionId(), projectId: newProjectId() });
     await placeWaiting(registry);
     const talkative = await FakeHost.connect(uniqueHostId("talkative"));
     expect(await placed).toMatchObject({ ok: true, value: { hostId: talkative.hostId } });
@@ -157,18 +178,21 @@ describe("a host that refuses session_start", () => {
     const sessionId = newSessionId();
     const created = await sessionStub(sessionId).create({
       sessionId,
-      projectId: "default",
+      projectId: newProjectId(),
       workspaceId: "default",
       owner: ADMIN,
       caller: null,
       callerTimeoutMs: 60_000,
       prompt: null,
       image: null,
+      project: { limits: {}, workspace_isolation: false },
+      workspace: { initGit: false, remoteUrl: null },
       via: null,
       idleTimeoutMs: 0,
       maxLifetimeMs: 0,
     });
-    expect(created).toMatchObject({ ok: false, error: { code: "host_error" } });
+    // The host's reason is kept: the caller learns the image is missing, not just "host error".
+    expect(created).toMatchObject({ ok: false, error: { code: "image_not_found" } });
     if (created.ok) throw new Error("expected a failure");
     expect(created.error.message).toContain("no image");
     expect(await sessionStub(sessionId).getInfo(ADMIN, null)).toMatchObject({ value: { status: "failed" } });
@@ -188,18 +212,21 @@ describe("a host that refuses session_start", () => {
     const sessionId = newSessionId();
     const created = sessionStub(sessionId).create({
       sessionId,
-      projectId: "default",
+      projectId: newProjectId(),
       workspaceId: "default",
       owner: ADMIN,
       caller: null,
       callerTimeoutMs: 60_000,
       prompt: null,
       image: null,
+      project: { limits: {}, workspace_isolation: false },
+      workspace: { initGit: false, remoteUrl: null },
       via: null,
       idleTimeoutMs: 0,
       maxLifetimeMs: 0,
     });
-    await host.socket.nextRequest(TunnelMethod.sessionStart);
+    // The first of its requests (the workspace) is never answered.
+    await host.socket.nextRequest(TunnelMethod.workspaceCreate);
     host.close();
     // Not after OUBLIETTE_HOST_ACK_TIMEOUT_MS (30 s): the connection it waited on is gone.
     expect(await created).toMatchObject({ ok: false, error: { code: "host_error" } });

@@ -55,6 +55,11 @@ const SEED_NAMED: Record<string, [Access, Target]> = {
   "session.list": ["read", "project"],
   "session.events": ["read", "project"],
   "workspace.delete": ["write", "project"],
+  "container.start": ["write", "project"],
+  "container.stop": ["write", "project"],
+  "container.exec": ["write", "project"],
+  "container.logs": ["write", "project"],
+  image_rebuild: ["write", "global"],
   "workspace.list": ["read", "project"],
   config_limits: ["read", "project"],
 };

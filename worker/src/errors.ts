@@ -20,6 +20,11 @@ const STATUS = {
   request_cancelled: 410,
   too_large: 413,
   host_full: 503,
+  /** The project's container does not run (container start). */
+  not_running: 409,
+  /** The project's host cannot do this (workspace isolation on a host that cannot enforce it). */
+  unsupported: 422,
+  image_not_found: 422,
   not_owner: 403,
   config_error: 500,
   internal: 500,

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { z } from "zod";
+import { z } from "zod";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import {
   CallerToolErrorDataSchema,
@@ -23,6 +23,7 @@ import {
   type TunnelFailure,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
+import { WorkspaceCreateParamsSchema } from "../../../protocol/tunnel-projects.js";
 import { closeAllSockets } from "./frame-socket.js";
 import { until } from "./poll.js";
 import { type RpcAnswer, type RpcRequest, RpcSocket, resultOf } from "./rpc-socket.js";
@@ -35,7 +36,21 @@ export type HostHelloParams = z.input<typeof HostHelloParamsSchema>;
 /** A request of the registry to a host, its params checked by the shared schema. */
 export type HostRequest =
   | { method: "session_start"; params: SessionStartParams }
-  | { method: "session_stop"; params: SessionStopParams };
+  | { method: "session_stop"; params: SessionStopParams }
+  | { method: "workspace_create"; params: z.infer<typeof WorkspaceCreateParamsSchema> }
+  /** Any other request about a project's container or workspaces. */
+  | { method: "project"; name: string; params: Record<string, unknown> };
+
+const PROJECT_METHODS = new Set<string>([
+  TunnelMethod.projectEnsure,
+  TunnelMethod.projectStop,
+  TunnelMethod.projectRemove,
+  TunnelMethod.projectRefresh,
+  TunnelMethod.workspaceDelete,
+  TunnelMethod.workspaceRead,
+  TunnelMethod.containerExec,
+  TunnelMethod.containerLogs,
+]);
 
 /** How a fake host answers: `{}`, or an error (code -32000) whose `data.reason` is `reason`. */
 export type HostAnswer = { ok: true } | { ok: false; reason: TunnelFailure; message: string };
@@ -143,6 +158,16 @@ function hostRequest(frame: RpcRequest): HostRequest {
   }
   if (frame.method === TunnelMethod.sessionStop) {
     return { method: "session_stop", params: SessionStopParamsSchema.parse(frame.params) };
+  }
+  if (frame.method === TunnelMethod.workspaceCreate) {
+    return { method: "workspace_create", params: WorkspaceCreateParamsSchema.parse(frame.params) };
+  }
+  if (PROJECT_METHODS.has(frame.method)) {
+    return {
+      method: "project",
+      name: frame.method,
+      params: z.record(z.string(), z.unknown()).parse(frame.params),
+    };
   }
   throw new Error(`the registry sent an unknown request ${frame.method}`);
 }

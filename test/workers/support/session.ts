@@ -18,6 +18,14 @@ export function sessionStub(sessionId: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
 }
 
+/**
+ * A project id no other test uses. Projects are sticky to their host, so each test's sessions
+ * get a project of their own unless the test means them to share one.
+ */
+export function newProjectId(): string {
+  return `prj_${[...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
 export const SEND_RESPONSE: CallerTool = { name: "send_response", inputSchema: { type: "object" } };
 export const ANT: CallerDeclaration = { callerId: "ant", tools: [SEND_RESPONSE] };
 
@@ -38,13 +46,15 @@ export async function spawn(options: SpawnOptions = {}) {
   const stub = sessionStub(sessionId);
   const created = await stub.create({
     sessionId,
-    projectId: options.projectId ?? "default",
+    projectId: options.projectId ?? newProjectId(),
     workspaceId: "default",
     owner: options.owner ?? ADMIN,
     caller: options.caller === undefined ? ANT : options.caller,
     callerTimeoutMs: options.callerTimeoutMs ?? 60_000,
     prompt: options.prompt ?? null,
     image: null,
+    project: { limits: {}, workspace_isolation: false },
+    workspace: { initGit: false, remoteUrl: null },
     via: options.via ?? null,
     idleTimeoutMs: options.idleTimeoutMs ?? 0,
     maxLifetimeMs: options.maxLifetimeMs ?? 0,

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { Limits } from "../../../protocol/limits.js";
+import type { ProjectSpec } from "../../../protocol/project.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   encodeError,
@@ -52,7 +53,7 @@ interface PendingRequest {
   /** The connection it was sent on: only that one can answer it. */
   ws: WebSocket;
   method: string;
-  resolve(result: Result<void>): void;
+  resolve(result: Result<unknown>): void;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -116,49 +117,45 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ RPC from session objects
 
   /**
-   * Chooses the least loaded connected host with room and records the placement (before the
-   * host is asked to start anything, so the session recognises its tunnel). When no host is
-   * connected it waits a little for one to (re)connect; when all are full it says so at once.
+   * Places a session: on its project's host (projects are sticky: their container and workspaces
+   * live there), or, for a project not placed yet, on the connected host with the most room. The
+   * placement is recorded before the host is asked to start anything, so the session recognises
+   * its tunnel. When the host it needs is not connected it waits a little for it to (re)connect;
+   * when every host is full or draining it says so at once.
    */
-  async place(input: { sessionId: string }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
+  async place(input: {
+    sessionId: string;
+    projectId: string;
+  }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
     const deadline = Date.now() + config(this.env).hostWaitMs;
     for (;;) {
-      const hosts = this.#connectedHosts();
-      const best = this.#leastLoaded(hosts);
-      if (best) {
-        this.#store.place(input.sessionId, best.attachment.hostId);
+      const chosen = this.#hostFor(input.projectId);
+      if (chosen.ok) {
+        const host = chosen.value;
+        this.#store.placeProject(input.projectId, host.attachment.hostId);
+        this.#store.place(input.sessionId, host.attachment.hostId);
         this.#ensureAlarm();
-        return ok({ hostId: best.attachment.hostId, runtime: best.attachment.runtime });
+        return ok({ hostId: host.attachment.hostId, runtime: host.attachment.runtime });
       }
-      const open = hosts.filter((h) => this.#store.drainedSince(h.attachment.hostId) === null);
-      if (hosts.length > 0 && open.length === 0) {
-        return fail(
-          "host_full",
-          `every connected host is draining (${hosts.map((h) => h.attachment.hostId).join(", ")}); undrain one or add a host`,
-        );
-      }
-      if (hosts.length > 0) {
-        const full = open.map(
-          (h) =>
-            `${h.attachment.hostId} runs ${this.#store.load(h.attachment.hostId)} of ${h.attachment.maxSessions}`,
-        );
-        return fail(
-          "host_full",
-          `every connected host is full (${full.join("; ")}); end a session or add a host`,
-        );
-      }
-      if (Date.now() >= deadline) {
-        return fail(
-          "no_host",
-          'no host-agent is connected to this Worker; start one (see the README, "Running a host-agent")',
-        );
-      }
+      if (chosen.error.code !== "no_host" || Date.now() >= deadline)
+        return fail(chosen.error.code, chosen.error.message);
       await this.#hostConnected(deadline - Date.now());
     }
   }
 
-  /** Asks the session's host to start it and waits for its answer; a refusal releases the placement. */
-  async start(input: { sessionId: string; spec: SessionSpec }): Promise<Result<void>> {
+  /**
+   * Asks the session's host to start it: the workspace is made (idempotent; git-initialised or
+   * cloned the first time), then the project's container ensured and the agent started in it. A
+   * refusal releases the placement.
+   */
+  async start(input: {
+    sessionId: string;
+    projectId: string;
+    workspaceId: string;
+    workspace: { initGit: boolean; remoteUrl: string | null };
+    project: ProjectSpec;
+    spec: SessionSpec;
+  }): Promise<Result<void>> {
     const hostId = this.#store.placement(input.sessionId);
     if (hostId === null) return fail("host_error", `session ${input.sessionId} is not placed on any host`);
     const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
@@ -169,13 +166,66 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
         `host ${hostId} disconnected before it could start session ${input.sessionId}`,
       );
     }
-    const started = await this.#request(host.ws, TunnelMethod.sessionStart, {
-      session_id: input.sessionId,
-      spec: input.spec,
+    const workspace = await this.#request(host.ws, TunnelMethod.workspaceCreate, {
+      project_id: input.projectId,
+      workspace_id: input.workspaceId,
+      init_git: input.workspace.initGit,
+      ...(input.workspace.remoteUrl ? { remote_url: input.workspace.remoteUrl } : {}),
     });
+    const started = workspace.ok
+      ? await this.#request(host.ws, TunnelMethod.sessionStart, {
+          session_id: input.sessionId,
+          project_id: input.projectId,
+          workspace_id: input.workspaceId,
+          project: input.project,
+          spec: input.spec,
+        })
+      : workspace;
     if (started.ok) this.#store.markRunning(input.sessionId);
     else this.#store.release(input.sessionId);
-    return started;
+    return started.ok ? ok(undefined) : fail(started.error.code, started.error.message);
+  }
+
+  /**
+   * A request about a project's container or workspaces, sent to the project's host. `placeWith`
+   * (container start) places a project that has no host yet; otherwise such a project has nothing
+   * on any host and the answer says so.
+   */
+  async projectRequest(input: {
+    projectId: string;
+    method: string;
+    params: Record<string, unknown>;
+    placeWith?: boolean;
+  }): Promise<Result<unknown>> {
+    let hostId = this.#store.projectHost(input.projectId);
+    if (hostId === null) {
+      if (!input.placeWith) {
+        return fail(
+          "not_running",
+          `project ${input.projectId} has no container yet (container start, or spawn a session)`,
+        );
+      }
+      const chosen = this.#hostFor(input.projectId);
+      if (!chosen.ok) return chosen;
+      hostId = chosen.value.attachment.hostId;
+      this.#store.placeProject(input.projectId, hostId);
+    }
+    const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
+    if (!host)
+      return fail("no_host", `project ${input.projectId} lives on host ${hostId}, which is not connected`);
+    return this.#request(host.ws, input.method, { project_id: input.projectId, ...input.params });
+  }
+
+  /** The project was deleted: its host removes its container and workspaces (now, or when it is back). */
+  async removeProject(input: { projectId: string }): Promise<Result<void>> {
+    const hostId = this.#store.projectHost(input.projectId);
+    if (hostId === null) return ok(undefined);
+    this.#store.forgetProject(input.projectId);
+    const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
+    // A host that is away hears of it when it is back: it reports a project that is not placed there.
+    if (!host) return ok(undefined);
+    const removed = await this.#request(host.ws, TunnelMethod.projectRemove, { project_id: input.projectId });
+    return removed.ok ? ok(undefined) : fail(removed.error.code, removed.error.message);
   }
 
   /** Releases the session's placement and asks its host (if connected) to stop its droid. */
@@ -186,10 +236,11 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
     // A host that is away is told when it comes back: its report will name a session it should not run.
     if (!host) return ok(undefined);
-    return this.#request(host.ws, TunnelMethod.sessionStop, {
+    const stopped = await this.#request(host.ws, TunnelMethod.sessionStop, {
       session_id: input.sessionId,
       reason: input.reason,
     });
+    return stopped.ok ? ok(undefined) : fail(stopped.error.code, stopped.error.message);
   }
 
   // ------------------------------------------------------------------ RPC from tools (operators)
@@ -286,7 +337,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
         }
         this.#pending.delete(String(frame.id));
         clearTimeout(pending.timer);
-        pending.resolve(frame.kind === "result" ? ok(undefined) : hostRefusal(frame.error));
+        pending.resolve(frame.kind === "result" ? ok(frame.result) : hostRefusal(frame.error));
         return;
       }
       case "notification":
@@ -369,7 +420,14 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
 
   async #hello(
     ws: WebSocket,
-    params: { v: number; host_id: string; runtime: RuntimeKind; sessions: string[]; max_sessions: number },
+    params: {
+      v: number;
+      host_id: string;
+      runtime: RuntimeKind;
+      sessions: string[];
+      projects: { project_id: string; running: boolean }[];
+      max_sessions: number;
+    },
   ): Promise<unknown> {
     const a = ws.deserializeAttachment() as HostAttachment;
     requireTunnelVersion(ws, params.v);
@@ -393,6 +451,11 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       sessions: params.sessions.length,
     });
     await this.#reconcile(ws, a.hostId, new Set(params.sessions));
+    void this.#reconcileProjects(
+      ws,
+      a.hostId,
+      params.projects.map((p) => p.project_id),
+    );
     for (const wake of [...this.#hostWaiters]) wake();
     return { host_id: a.hostId };
   }
@@ -420,6 +483,32 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
         session_id: sessionId,
         reason: "the session is not placed on this host (it ended while the host was away)",
       });
+    }
+  }
+
+  /**
+   * Projects a host has that are not placed on it: those deleted while it was away are removed
+   * there. A project is removed only when its project object says it no longer exists, never
+   * merely because a placement is missing (that is user data).
+   */
+  async #reconcileProjects(ws: WebSocket, hostId: string, reported: string[]): Promise<void> {
+    const placed = new Set(this.#store.projectsOn(hostId));
+    for (const projectId of reported) {
+      if (placed.has(projectId)) continue;
+      const info = await objects.project(this.env, projectId).info();
+      if (info.ok) {
+        // Still exists. Unplaced, it lives here after all (its placement was lost); placed on
+        // another host, this is a stale copy that is left alone for an operator to look at.
+        if (this.#store.projectHost(projectId) === null) this.#store.placeProject(projectId, hostId);
+        else
+          this.#log.warn("a host has a copy of a project placed elsewhere", {
+            host: hostId,
+            project: projectId,
+          });
+        continue;
+      }
+      this.#log.info("removing a deleted project from its host", { host: hostId, project: projectId });
+      void this.#request(ws, TunnelMethod.projectRemove, { project_id: projectId });
     }
   }
 
@@ -484,13 +573,63 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     return hosts;
   }
 
-  #leastLoaded(hosts: ConnectedHost[]): ConnectedHost | null {
-    let best: { host: ConnectedHost; load: number } | null = null;
+  /** The host a project's next session goes to, or why there is none. */
+  #hostFor(projectId: string): Result<ConnectedHost> {
+    const hosts = this.#connectedHosts();
+    const placed = this.#store.projectHost(projectId);
+    if (placed !== null) {
+      const host = hosts.find((h) => h.attachment.hostId === placed);
+      if (!host)
+        return fail("no_host", `project ${projectId} lives on host ${placed}, which is not connected`);
+      if (this.#store.drainedSince(placed) !== null) {
+        return fail(
+          "host_full",
+          `project ${projectId} lives on host ${placed}, which is draining: it takes no new sessions`,
+        );
+      }
+      const load = this.#store.load(placed);
+      if (load >= host.attachment.maxSessions) {
+        return fail(
+          "host_full",
+          `host ${placed} of project ${projectId} is full (runs ${load} of ${host.attachment.maxSessions})`,
+        );
+      }
+      return ok(host);
+    }
+    const open = hosts.filter((h) => this.#store.drainedSince(h.attachment.hostId) === null);
+    const best = this.#mostRoom(open);
+    if (best) return ok(best);
+    if (hosts.length === 0) {
+      return fail(
+        "no_host",
+        'no host-agent is connected to this Worker; start one (see the README, "Running a host-agent")',
+      );
+    }
+    if (open.length === 0) {
+      return fail(
+        "host_full",
+        `every connected host is draining (${hosts.map((h) => h.attachment.hostId).join(", ")}); undrain one or add a host`,
+      );
+    }
+    const full = open.map(
+      (h) =>
+        `${h.attachment.hostId} runs ${this.#store.load(h.attachment.hostId)} of ${h.attachment.maxSessions}`,
+    );
+    return fail(
+      "host_full",
+      `every connected host is full (${full.join("; ")}); end a session or add a host`,
+    );
+  }
+
+  /** The host with the most free room (sessions), then the fewest projects; null if all are full. */
+  #mostRoom(hosts: ConnectedHost[]): ConnectedHost | null {
+    let best: { host: ConnectedHost; free: number; projects: number } | null = null;
     for (const host of hosts) {
-      if (this.#store.drainedSince(host.attachment.hostId) !== null) continue;
-      const load = this.#store.load(host.attachment.hostId);
-      if (load >= host.attachment.maxSessions) continue;
-      if (!best || load < best.load) best = { host, load };
+      const free = host.attachment.maxSessions - this.#store.load(host.attachment.hostId);
+      if (free <= 0) continue;
+      const projects = this.#store.projectsOn(host.attachment.hostId).length;
+      if (!best || free > best.free || (free === best.free && projects < best.projects))
+        best = { host, free, projects };
     }
     return best?.host ?? null;
   }
@@ -507,7 +646,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     });
   }
 
-  #request(ws: WebSocket, method: string, params: unknown): Promise<Result<void>> {
+  #request(ws: WebSocket, method: string, params: unknown): Promise<Result<unknown>> {
     const id = crypto.randomUUID();
     const timeoutMs = config(this.env).hostAckTimeoutMs;
     return new Promise((resolve) => {
@@ -525,11 +664,22 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
   }
 }
 
-/** A host's error answer as a typed failure: host_full keeps its name; anything else is host_error. */
-function hostRefusal(error: { message: string; data?: unknown }): Result<void> {
+/** Host refusals that keep their meaning for the caller; any other is host_error. */
+const HOST_REASONS: Record<string, ErrorCode> = {
+  host_full: "host_full",
+  busy: "conflict",
+  not_found: "not_found",
+  invalid: "invalid_arguments",
+  not_running: "not_running",
+  unsupported: "unsupported",
+  image_not_found: "image_not_found",
+};
+
+/** A host's error answer as a typed failure (see HOST_REASONS). */
+function hostRefusal(error: { message: string; data?: unknown }): Result<never> {
   const data = error.data;
   const reason = typeof data === "object" && data !== null && "reason" in data ? String(data.reason) : "";
-  const code: ErrorCode = reason === "host_full" ? "host_full" : "host_error";
+  const code: ErrorCode = HOST_REASONS[reason] ?? "host_error";
   return fail(code, `the host refused: ${error.message}`);
 }
 

@@ -6,6 +6,8 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS placements (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS placements_host ON placements (host_id);
 CREATE TABLE IF NOT EXISTS missing_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS project_hosts (project_id TEXT PRIMARY KEY, host_id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS project_hosts_host ON project_hosts (host_id);
 CREATE TABLE IF NOT EXISTS drained_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 `;
 
@@ -87,6 +89,33 @@ export class HostStore {
 
   forgetHost(hostId: string): void {
     this.hostBack(hostId);
+  }
+
+  /** The host a project lives on (its container and workspaces): sticky once chosen. */
+  projectHost(projectId: string): string | null {
+    const row = this.#sql
+      .exec("SELECT host_id FROM project_hosts WHERE project_id = ?", projectId)
+      .toArray()[0];
+    return row ? String(row.host_id) : null;
+  }
+
+  placeProject(projectId: string, hostId: string): void {
+    this.#sql.exec(
+      "INSERT OR REPLACE INTO project_hosts (project_id, host_id) VALUES (?, ?)",
+      projectId,
+      hostId,
+    );
+  }
+
+  forgetProject(projectId: string): void {
+    this.#sql.exec("DELETE FROM project_hosts WHERE project_id = ?", projectId);
+  }
+
+  projectsOn(hostId: string): string[] {
+    return this.#sql
+      .exec("SELECT project_id FROM project_hosts WHERE host_id = ?", hostId)
+      .toArray()
+      .map((r) => String(r.project_id));
   }
 
   /** Drained hosts get no new placements; their running sessions finish. */

@@ -1,21 +1,21 @@
 import { z } from "zod";
+import {
+  DEFAULT_WORKSPACE_ID,
+  ProjectIdSchema as ProjectIdFormat,
+  WorkspaceIdSchema as WorkspaceIdFormat,
+} from "../../../protocol/ids.js";
+import type { ProjectSpec } from "../../../protocol/project.js";
+import { RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
 
 /**
  * A project's configuration, validated once here: what its container runs, its default agent,
  * its limits and how its workspaces behave. Ids are minted by the Worker (`prj_` + 24 hex).
  */
-export const PROJECT_ID_PATTERN = /^prj_[0-9a-f]{24}$/;
-export const ProjectIdSchema = z
-  .string()
-  .regex(PROJECT_ID_PATTERN, "project_id looks like prj_ followed by 24 hex digits")
-  .describe("Project id (from project create or list).");
-
-export const WORKSPACE_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-export const WorkspaceIdSchema = z
-  .string()
-  .regex(WORKSPACE_ID_PATTERN, "workspace_id is 1-63 lowercase letters, digits, '_' or '-'")
-  .describe("Workspace id: a directory under /workspace in the project container.");
-export const DEFAULT_WORKSPACE = "default";
+export const ProjectIdSchema = ProjectIdFormat.describe("Project id (from project create or list).");
+export const WorkspaceIdSchema = WorkspaceIdFormat.describe(
+  "Workspace id: a directory under /workspace in the project container.",
+);
+export const DEFAULT_WORKSPACE = DEFAULT_WORKSPACE_ID;
 
 /** Container types a project may name instead of an image; `default` is the host's droid image. */
 export const CONTAINER_TYPES = {
@@ -66,14 +66,6 @@ const RelativePathSchema = z
   .refine(
     (p) => !p.startsWith("/") && !p.split("/").includes(".."),
     "protected paths are relative to the workspace and stay inside it",
-  );
-
-const RemoteUrlSchema = z
-  .string()
-  .max(2048)
-  .refine(
-    (u) => /^(https?|ssh|file):\/\/[^\s]+$/.test(u),
-    "remote_url must be an https://, http://, ssh:// or file:// URL",
   );
 
 export const LimitsSchema = z.object({
@@ -163,4 +155,23 @@ export type ProjectConfig = z.infer<typeof ProjectConfigSchema>;
 /** The checks across fields; null when the config is consistent. */
 export function configProblem(config: ProjectConfig): string | null {
   return config.container_type && config.image ? "give container_type or image, not both" : null;
+}
+
+/** How the project's host makes its container (the tunnel's ProjectSpec). */
+export function projectSpec(config: ProjectConfig): ProjectSpec {
+  return {
+    ...(config.image ? { image: config.image } : {}),
+    env: config.env,
+    limits: { memory_mb: config.limits.memory_mb, cpus: config.limits.cpus, pids: config.limits.pids },
+    workspace_isolation: config.workspace_isolation,
+  };
+}
+
+/** How a workspace begins on the host: the default one as the project asks, the others empty. */
+export function workspaceSetup(
+  config: ProjectConfig,
+  workspaceId: string,
+): { initGit: boolean; remoteUrl: string | null } {
+  if (workspaceId !== DEFAULT_WORKSPACE) return { initGit: false, remoteUrl: null };
+  return { initGit: config.remote_url === null && config.init_git, remoteUrl: config.remote_url };
 }

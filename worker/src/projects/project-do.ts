@@ -142,6 +142,15 @@ export class ProjectDurableObject extends DurableObject<Env> {
     });
   }
 
+  /** The sessions running (or starting) now, asked of their session objects. */
+  async liveSessions(): Promise<Result<string[]>> {
+    return capture(async () => {
+      this.#require();
+      await this.#refreshLive();
+      return this.#store.liveSessions().map((s) => s.sessionId);
+    });
+  }
+
   /** A session object reports a status change. */
   async sessionStatus(input: {
     sessionId: string;
@@ -209,7 +218,11 @@ export class ProjectDurableObject extends DurableObject<Env> {
     });
   }
 
-  async deleteWorkspace(workspaceId: string): Promise<Result<{ workspace_id: string; deleted: true }>> {
+  /** Deletes a workspace from the index; `check` only says whether it may be deleted. */
+  async deleteWorkspace(
+    workspaceId: string,
+    check = false,
+  ): Promise<Result<{ workspace_id: string; deleted: true }>> {
     return capture(async () => {
       this.#require();
       const workspace = this.#store.workspace(workspaceId);
@@ -223,7 +236,7 @@ export class ProjectDurableObject extends DurableObject<Env> {
           `workspace ${workspaceId} is used by running session ${running.map((s) => s.sessionId).join(", ")}; end it first`,
         );
       }
-      this.#store.removeWorkspace(workspaceId);
+      if (!check) this.#store.removeWorkspace(workspaceId);
       return { workspace_id: workspaceId, deleted: true as const };
     });
   }

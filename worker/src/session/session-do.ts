@@ -159,7 +159,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     if (input.prompt !== null) this.#queueMessage(input.prompt);
     const registry = this.#registry();
     // The host is recorded before it is asked to start anything, so its tunnel is recognised.
-    const placed = await registry.place({ sessionId: input.sessionId });
+    const placed = await registry.place({ sessionId: input.sessionId, projectId: input.projectId });
     if (!placed.ok) return this.#failStart(placed);
     const record = this.#requireRecord();
     record.hostId = placed.value.hostId;
@@ -167,7 +167,11 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#save();
     const started = await registry.start({
       sessionId: input.sessionId,
-      spec: input.image ? { image: input.image } : {},
+      projectId: input.projectId,
+      workspaceId: input.workspaceId,
+      workspace: input.workspace,
+      project: input.project,
+      spec: {},
     });
     if (!started.ok) return this.#failStart(started);
     // The lifetime rules run from here on.

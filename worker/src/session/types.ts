@@ -1,5 +1,6 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonValue } from "../../../protocol/json.js";
+import type { ProjectSpec } from "../../../protocol/project.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 
 /** The MCP session a call came through; the owner's MCP sessions get the session's events. */
@@ -23,6 +24,9 @@ export interface CreateSessionInput {
   prompt: string | null;
   image: string | null;
   via: Via | null;
+  /** How the project's host makes its container, and how this session's workspace begins there. */
+  project: ProjectSpec;
+  workspace: { initGit: boolean; remoteUrl: string | null };
   /** From the project's limits; 0 turns a rule off. */
   idleTimeoutMs: number;
   maxLifetimeMs: number;

@@ -1,7 +1,10 @@
 import { auditTool } from "./audit-tool.js";
 import { callerToolResponseTool } from "./caller-tool-response-tool.js";
 import { configLimitsTool } from "./config-limits-tool.js";
+import { containerTool } from "./container-tool.js";
 import { hostTool } from "./host-tool.js";
+import { imageRebuildTool } from "./image-rebuild-tool.js";
+import { projectChangesTool, projectTasksTool } from "./openspec-tools.js";
 import { projectTool } from "./project-tool.js";
 import { ToolRegistry } from "./registry.js";
 import { sessionTool } from "./session-tool.js";
@@ -12,10 +15,14 @@ import { workspaceTool } from "./workspace-tool.js";
 export const toolDefinitions = [
   projectTool,
   sessionTool,
+  containerTool,
   workspaceTool,
   tokenTool,
   hostTool,
   auditTool,
+  projectChangesTool,
+  projectTasksTool,
+  imageRebuildTool,
   configLimitsTool,
   callerToolResponseTool,
 ];

@@ -91,7 +91,14 @@ export const projectTool = defineActionTool({
         );
         await objects.projectDirectory(ctx.env).remove(args.project_id);
         const revokedTokens = await objects.tokens(ctx.env).revokeProject(args.project_id);
-        return { ...deleted, deleted: true, revoked_tokens: revokedTokens };
+        // Its container and workspaces on its host go now, or when that host is back.
+        const removed = await objects.hostRegistry(ctx.env).removeProject({ projectId: args.project_id });
+        return {
+          ...deleted,
+          deleted: true,
+          revoked_tokens: revokedTokens,
+          host_cleanup: removed.ok ? "done" : `pending: ${removed.error.message}`,
+        };
       },
     }),
     options: action({

@@ -6,7 +6,12 @@ import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
 import { AppError, type Result, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
-import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import {
+  ProjectIdSchema,
+  projectSpec,
+  WorkspaceIdSchema,
+  workspaceSetup,
+} from "../projects/project-config.js";
 import type { CallerDeclaration } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
@@ -113,7 +118,6 @@ interface SpawnArgs extends CallerFields {
   source?: string | undefined;
   prompt?: string | undefined;
   caller_timeout_seconds?: number | undefined;
-  image?: string | undefined;
 }
 
 /** Spawn, or resume the workspace's running session: the seed's semantics, shared with `message`. */
@@ -172,7 +176,9 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     caller,
     callerTimeoutMs: timeoutMs,
     prompt: args.prompt ?? null,
-    image: args.image ?? plan.config.image ?? null,
+    image: plan.config.image ?? null,
+    project: projectSpec(plan.config),
+    workspace: workspaceSetup(plan.config, plan.workspaceId),
     via: ctx.mcp?.via ?? null,
     idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
     maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
@@ -204,7 +210,6 @@ export const sessionTool = defineActionTool({
           .positive()
           .optional()
           .describe("How long the droid waits for your answer to one of its calls (default 60)."),
-        image: z.string().max(256).optional().describe("Container image (default: the project's)."),
       }),
       handler: spawnOrResume,
     }),

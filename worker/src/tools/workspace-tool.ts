@@ -1,7 +1,11 @@
 import { z } from "zod";
-import { unwrap } from "../errors.js";
+import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import { onProjectHost, TunnelMethod } from "../projects/project-host.js";
+
+const Empty = z.object({}).loose();
+
 import { action, defineActionTool } from "./define.js";
 
 const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
@@ -33,7 +37,19 @@ export const workspaceTool = defineActionTool({
       input: z.object({ project_id: ProjectIdSchema, workspace_id: WorkspaceIdSchema }),
       async handler(args, ctx) {
         ctx.authorizeProject(args.project_id);
-        return unwrap(await objects.project(ctx.env, args.project_id).deleteWorkspace(args.workspace_id));
+        const project = objects.project(ctx.env, args.project_id);
+        unwrap(await project.deleteWorkspace(args.workspace_id, true));
+        // Its directory on the project's host goes first; a project never started has none.
+        await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.workspaceDelete,
+          { workspace_id: args.workspace_id },
+          Empty,
+        ).catch((err: unknown) => {
+          if (!(err instanceof AppError && err.code === "not_running")) throw err;
+        });
+        return unwrap(await project.deleteWorkspace(args.workspace_id));
       },
     }),
   },

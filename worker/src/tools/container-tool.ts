@@ -1,0 +1,150 @@
+import { z } from "zod";
+import {
+  ContainerExecResultSchema,
+  ContainerLogsResultSchema,
+  ProjectEnsureResultSchema,
+} from "../../../protocol/tunnel-projects.js";
+import { ProjectIdSchema } from "../projects/project-config.js";
+import { onProjectHost, specOf, TunnelMethod } from "../projects/project-host.js";
+import { action, defineActionTool } from "./define.js";
+
+const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+const Empty = z.object({}).loose();
+
+export const containerTool = defineActionTool({
+  name: "container",
+  title: "Project containers",
+  description:
+    "A project's container (one per project, on its host; sessions run inside it): start, stop, run a command in it, read its logs.",
+  actions: {
+    start: action({
+      description: "Start the project's container (spawn also starts it on demand).",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT },
+      input: z.object({ project_id: ProjectIdSchema }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const spec = await specOf(ctx.env, args.project_id);
+        const started = await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.projectEnsure,
+          { spec },
+          ProjectEnsureResultSchema,
+          {
+            place: true,
+          },
+        );
+        return { project_id: args.project_id, ...started };
+      },
+    }),
+    stop: action({
+      description: "Stop the project's container; its running sessions end (their workspaces stay).",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        reason: z
+          .string()
+          .max(1000)
+          .default("the container was stopped")
+          .describe("Why (the sessions' end reason)."),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.projectStop,
+          { reason: args.reason },
+          Empty,
+        );
+        return { project_id: args.project_id, stopped: true };
+      },
+    }),
+    exec: action({
+      description:
+        "Run a command in the project's container: an argv array runs as is; a string runs with sh -c inside the container. Returns exit code and output.",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: {
+        project_id: EXAMPLE_PROJECT,
+        command: ["git", "status", "--short"],
+        cwd: "/workspace/default",
+      },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        command: z
+          .union([z.string().min(1).max(32_768), z.array(z.string().max(32_768)).min(1).max(256)])
+          .describe("argv array, or a shell command line (run by sh inside the container)."),
+        cwd: z
+          .string()
+          .max(4096)
+          .startsWith("/")
+          .optional()
+          .describe("Working directory in the container (default /workspace)."),
+        timeout_seconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(600)
+          .default(60)
+          .describe("Killed after this long (default 60)."),
+        output_limit_bytes: z
+          .number()
+          .int()
+          .min(1)
+          .max(1_048_576)
+          .default(65_536)
+          .describe("Output kept per stream (default 64 KiB)."),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        // A string is the user's own shell line, run by a shell inside their container; nothing
+        // user-given ever reaches a shell on the host (the host passes argv to the Engine API).
+        const command = typeof args.command === "string" ? ["sh", "-c", args.command] : args.command;
+        return onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.containerExec,
+          {
+            command,
+            ...(args.cwd ? { cwd: args.cwd } : {}),
+            timeout_ms: args.timeout_seconds * 1000,
+            output_limit_bytes: args.output_limit_bytes,
+          },
+          ContainerExecResultSchema,
+        );
+      },
+    }),
+    logs: action({
+      description: "The tail of the project container's output (the runner and every agent's stderr).",
+      // The seed's table puts every container action under project + write.
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, tail: 100 },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        tail: z.number().int().min(1).max(10_000).default(200).describe("Most lines (default 200)."),
+        since: z.iso.datetime().optional().describe("Only lines after this time (ISO 8601)."),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const since = args.since === undefined ? undefined : Math.floor(Date.parse(args.since) / 1000);
+        return onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.containerLogs,
+          { tail: args.tail, ...(since === undefined ? {} : { since }) },
+          ContainerLogsResultSchema,
+        );
+      },
+    }),
+  },
+});
