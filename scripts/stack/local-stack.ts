@@ -38,6 +38,8 @@ export interface HostOptions {
   extraEnv?: Record<string, string>;
   /** Aborting stops the host-agent and rejects the start. */
   signal?: AbortSignal;
+  /** A host token of its own (from `host enrol`) instead of the stack's configured one. */
+  hostToken?: string;
 }
 
 export class LocalStack {
@@ -127,7 +129,7 @@ export class LocalStack {
     const hostOptions: HostAgentOptions = {
       bundle: bundles.hostAgent,
       workerUrl: options.workerUrl ?? this.worker.url,
-      hostToken: this.hostToken,
+      hostToken: options.hostToken ?? this.hostToken,
       hostId,
       runtime: options.runtime,
       image: options.image,
@@ -136,6 +138,8 @@ export class LocalStack {
       heartbeatMs: options.heartbeatMs,
       reconnectMaxMs: options.reconnectMaxMs,
       extraEnv: {
+        // Project workspaces stay with the stack's state (npm start keeps them across starts).
+        OUBLIETTE_DATA_DIR: join(this.dir, `data-${this.#hostCount}`),
         ...options.extraEnv,
         ...(options.maxSessions === undefined ? {} : { OUBLIETTE_MAX_SESSIONS: String(options.maxSessions) }),
       },

@@ -16,6 +16,8 @@ export interface SpawnOptions {
   timeoutSeconds?: number;
   /** Declare the tools inside `context` (the seed's form) instead of top-level. */
   inContext?: boolean;
+  /** The project to run in (default: the caller's own, made on first use). */
+  projectId?: string;
 }
 
 /** Spawns a session, waits until the droid is up and sees the first caller tool; returns its id. */
@@ -27,7 +29,7 @@ export async function spawnDroid(caller: TestCaller, options: SpawnOptions = {})
     : { caller_id: callerId, caller_tools: tools };
   const info = await caller.ok<{ session_id: string }>("session", {
     action: "spawn",
-    project_id: await caller.projectId(),
+    project_id: options.projectId ?? (await caller.projectId()),
     new_session: true,
     ...declaration,
     ...(options.timeoutSeconds === undefined ? {} : { caller_timeout_seconds: options.timeoutSeconds }),

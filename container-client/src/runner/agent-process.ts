@@ -5,8 +5,10 @@
  * always read, so a chatty agent never blocks on a full pipe. Stopping goes in steps: stdin end,
  * SIGTERM, SIGKILL, to the agent's whole process group.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
+import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import type { AgentEventBody, AgentStdinMessage } from "../../../protocol/agent-events.js";
 import { parseJson } from "../../../protocol/json.js";
@@ -134,11 +136,19 @@ function readLines(stream: Readable, onLine: (line: string | { oversized: number
 export function outputEvent(line: string | { oversized: number }): AgentEventBody {
   if (typeof line !== "string") return dropped("stdout", line.oversized);
   const json = parseJson(line);
+  // An agent speaking the runner's line protocol says when it finished a message's turn.
+  const turn = json.ok ? TurnCompletedLineSchema.safeParse(json.value) : null;
+  if (turn?.success) return turn.data;
   const event: AgentEventBody = json.ok
     ? { type: "droid_output", data: json.value as never }
     : { type: "droid_output", text: line };
   return checkSize("output_event", event) ? dropped("stdout", line.length) : event;
 }
+
+/** The stdout line `{"type":"turn_completed","message_seq":n}`: the turn of message n is over. */
+const TurnCompletedLineSchema = z
+  .object({ type: z.literal("turn_completed"), message_seq: z.number().int().positive().optional() })
+  .strict();
 
 export function logEvent(line: string | { oversized: number }): AgentEventBody {
   if (typeof line !== "string") return dropped("stderr", line.oversized);

@@ -90,6 +90,9 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     }
     const hostId = new URL(request.url).searchParams.get("host_id") ?? "";
     if (!/^[A-Za-z0-9_.-]{1,128}$/.test(hostId)) return new Response("host_id is required", { status: 400 });
+    if (this.#store.isRevoked(principal.tokenId)) {
+      return new Response("this host token was revoked", { status: 401 });
+    }
     if (principal.hostId !== null && principal.hostId !== hostId) {
       this.#log.warn("refused a host token used for another host", {
         host: hostId,
@@ -289,7 +292,8 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
    * missing from now on, so its sessions end after the grace period unless it comes back with a
    * new token.
    */
-  async disconnectHost(input: { hostId: string; reason: string }): Promise<void> {
+  async disconnectHost(input: { hostId: string; reason: string; tokenIds: string[] }): Promise<void> {
+    this.#store.revokeTokens(input.tokenIds, Date.now());
     for (const ws of this.ctx.getWebSockets(hostTag(input.hostId))) {
       try {
         ws.close(4001, input.reason);

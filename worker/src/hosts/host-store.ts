@@ -8,6 +8,7 @@ CREATE INDEX IF NOT EXISTS placements_host ON placements (host_id);
 CREATE TABLE IF NOT EXISTS missing_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS project_hosts (project_id TEXT PRIMARY KEY, host_id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS project_hosts_host ON project_hosts (host_id);
+CREATE TABLE IF NOT EXISTS revoked_host_tokens (token_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS drained_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 `;
 
@@ -116,6 +117,21 @@ export class HostStore {
       .exec("SELECT project_id FROM project_hosts WHERE host_id = ?", hostId)
       .toArray()
       .map((r) => String(r.project_id));
+  }
+
+  /**
+   * Host tokens revoked here: refused at once, even by an isolate whose token cache has not
+   * caught up yet (a cut-off host reconnects within the cache's lifetime otherwise).
+   */
+  revokeTokens(tokenIds: string[], now: number): void {
+    for (const id of tokenIds)
+      this.#sql.exec("INSERT OR IGNORE INTO revoked_host_tokens (token_id, since) VALUES (?, ?)", id, now);
+  }
+
+  isRevoked(tokenId: string): boolean {
+    return (
+      this.#sql.exec("SELECT 1 FROM revoked_host_tokens WHERE token_id = ?", tokenId).toArray().length > 0
+    );
   }
 
   /** Drained hosts get no new placements; their running sessions finish. */

@@ -90,7 +90,7 @@ export const hostTool = defineActionTool({
         if (revoked.length === 0) throw new AppError("not_found", `host ${args.host_id} has no active token`);
         await objects
           .hostRegistry(ctx.env)
-          .disconnectHost({ hostId: args.host_id, reason: "its token was revoked" });
+          .disconnectHost({ hostId: args.host_id, reason: "its token was revoked", tokenIds: revoked });
         return { host_id: args.host_id, revoked_tokens: revoked };
       },
     }),

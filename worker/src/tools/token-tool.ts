@@ -101,9 +101,11 @@ export const tokenTool = defineActionTool({
         ctx.auditTarget(args.token_id);
         const revoked = unwrap(await objects.tokens(ctx.env).revoke(args.token_id));
         if (revoked.kind === "host" && revoked.host_id !== null) {
-          await objects
-            .hostRegistry(ctx.env)
-            .disconnectHost({ hostId: revoked.host_id, reason: "its token was revoked" });
+          await objects.hostRegistry(ctx.env).disconnectHost({
+            hostId: revoked.host_id,
+            reason: "its token was revoked",
+            tokenIds: [revoked.token_id],
+          });
         }
         return revoked;
       },
