@@ -69,7 +69,7 @@ describe("MCP endpoint", () => {
   it("answers wrong tool arguments with an isError result naming the problem", async () => {
     const result = await caller.call("session", {
       action: "spawn",
-      project_id: await caller.projectId(),
+      project_id: await caller.newProject(),
       new_session: true,
       caller_id: "has space",
     });

@@ -224,6 +224,43 @@ describe("a project, its container and its workspaces", () => {
   }, 180_000);
 });
 
+describe("container start and stop", () => {
+  it("start makes the git-initialised default workspace and the container; stop ends the sessions in it", async () => {
+    const projectId = await createProject(admin);
+    const started = await admin.ok<{ container_id: string; started: boolean }>("container", {
+      action: "start",
+      project_id: projectId,
+    });
+    expect(started.started).toBe(true);
+    expect((await exec(projectId, LIST("/workspace/default"))).stdout.split("\n")).toContain(".git");
+    const again = await admin.ok<{ container_id: string; started: boolean }>("container", {
+      action: "start",
+      project_id: projectId,
+    });
+    expect(again).toMatchObject({ container_id: started.container_id, started: false });
+    const session = await spawnIn(projectId);
+    await admin.ok("container", { action: "stop", project_id: projectId, reason: "maintenance" });
+    await until("the session to end", async () =>
+      (await statusOf(session.session_id)) !== "running" ? true : null,
+    );
+    const events = await admin.ok<{ events: { type: string; reason?: string }[] }>("session", {
+      action: "events",
+      session_id: session.session_id,
+      limit: 1000,
+    });
+    expect(events.events.at(-1)).toMatchObject({
+      type: "session_ended",
+      reason: expect.stringContaining("maintenance"),
+    });
+    const exec2 = await admin.call("container", {
+      action: "exec",
+      project_id: projectId,
+      command: ["node", "-e", "1"],
+    });
+    expect(exec2.isError).toBe(true);
+  }, 120_000);
+});
+
 describe("turn-aware lifetime", () => {
   it("stops an idle session after its idle timeout, but not one waiting on a caller tool", async () => {
     const projectId = await createProject(admin, { limits: { idle_timeout_seconds: 3 } });

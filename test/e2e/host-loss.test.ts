@@ -7,12 +7,11 @@
  */
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ownProjectId } from "../../host-agent/src/projects/project-manager.js";
 import { PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
 import { TestStack } from "../support/stack.js";
-import { runStep, spawnDroid } from "./support.js";
+import { projectOf, runStep, spawnDroid } from "./support.js";
 
 type RequestEvent = Extract<SessionEvent, { type: "caller_tool_request" }>;
 
@@ -94,26 +93,13 @@ describe("a Docker host that stays gone", () => {
     await caller.call("session", { action: "end", session_id: next });
     await replacement.stop();
 
-    // The lost host comes back still running the container: it is told to stop it.
-    const [left] = await docker.listContainers({
-      filters: { label: [`${PROJECT_LABEL}=${ownProjectId(sessionId)}`] },
-    });
+    // The lost host comes back still running the session's agent in its project's container: it is
+    // told to stop that session (the container is the project's, and stays).
+    const projectId = await projectOf(caller, sessionId);
+    const [left] = await docker.listContainers({ filters: { label: [`${PROJECT_LABEL}=${projectId}`] } });
     expect(left?.State).toBe("running");
     const back = await stack.restartHost(lost);
-    await expect
-      .poll(
-        async () =>
-          (
-            await docker.listContainers({
-              all: true,
-              filters: { label: [`${PROJECT_LABEL}=${ownProjectId(sessionId)}`] },
-            })
-          ).length,
-        {
-          timeout: 30_000,
-        },
-      )
-      .toBe(0);
+    await back.waitForLog(new RegExp(`"session":"${sessionId}".*"stopping session"`), 30_000);
     await back.stop();
   });
 });
@@ -149,7 +135,7 @@ describe("capacity", () => {
     const first = await spawnDroid(caller);
     const full = await caller.call("session", {
       action: "spawn",
-      project_id: await caller.projectId(),
+      project_id: await caller.newProject(),
       new_session: true,
       caller_id: "ant",
     });
@@ -160,7 +146,7 @@ describe("capacity", () => {
     await host.stop();
     const none = await caller.call("session", {
       action: "spawn",
-      project_id: await caller.projectId(),
+      project_id: await caller.newProject(),
       new_session: true,
       caller_id: "ant",
     });

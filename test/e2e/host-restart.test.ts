@@ -7,13 +7,12 @@
  */
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ownProjectId } from "../../host-agent/src/projects/project-manager.js";
 import { PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
 import { TestStack } from "../support/stack.js";
-import { runStep, spawnDroid, text } from "./support.js";
+import { projectOf, runStep, spawnDroid, text } from "./support.js";
 
 type RequestEvent = Extract<SessionEvent, { type: "caller_tool_request" }>;
 
@@ -38,11 +37,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** The session's container: this branch's Worker names no project, so each session has its own. */
+/** The session's container: its project's (each spawn here has a project of its own). */
 async function containerOf(sessionId: string) {
   const [container] = await docker.listContainers({
     all: true,
-    filters: { label: [`${PROJECT_LABEL}=${ownProjectId(sessionId)}`] },
+    filters: { label: [`${PROJECT_LABEL}=${await projectOf(caller, sessionId)}`] },
   });
   return container;
 }
@@ -173,7 +172,7 @@ it("keeps counting the re-adopted sessions against --max-sessions, and frees the
     const again = await stack.restartHost(small);
     const full = await caller.call("session", {
       action: "spawn",
-      project_id: await caller.projectId(),
+      project_id: await caller.newProject(),
       new_session: true,
       caller_id: "ant",
     });
@@ -182,7 +181,10 @@ it("keeps counting the re-adopted sessions against --max-sessions, and frees the
     await caller.call("session", { action: "end", session_id: first });
     const next = await spawnDroid(caller);
     expect(next).toMatch(/^ses_/);
-    expect((await containerOf(first)) ?? null).toBeNull();
+    // The first session ended; its project's container stays (a project owns its container).
+    expect(await caller.ok("session", { action: "get", session_id: first })).toMatchObject({
+      status: "ended",
+    });
     await caller.call("session", { action: "end", session_id: next });
     await again.stop();
   } finally {

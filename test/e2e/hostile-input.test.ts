@@ -8,6 +8,7 @@
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
+import { TUNNEL_PROTOCOL_VERSION } from "../../protocol/tunnel.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
 import { TestStack } from "../support/stack.js";
@@ -61,7 +62,7 @@ describe("the size budget, checked where input enters", () => {
   it("refuses a ~1 MiB declaration at spawn with too_large, and the host-agent lives on", async () => {
     const result = await caller.call("session", {
       action: "spawn",
-      project_id: await caller.projectId(),
+      project_id: await caller.newProject(),
       new_session: true,
       caller_id: "big",
       caller_tools: tools(128, 1_048_530),
@@ -75,7 +76,7 @@ describe("the size budget, checked where input enters", () => {
   it("refuses a prompt of 200,000 × U+0001 (1.2 MB escaped) with too_large", async () => {
     const result = await caller.call("session", {
       action: "spawn",
-      project_id: await caller.projectId(),
+      project_id: await caller.newProject(),
       new_session: true,
       caller_id: "p",
       prompt: "\u0001".repeat(200_000),
@@ -227,7 +228,7 @@ describe("hostile input", () => {
         jsonrpc: "2.0",
         id: "h",
         method: "session_hello",
-        params: { v: 2, host_id: "intruder" },
+        params: { v: TUNNEL_PROTOCOL_VERSION, host_id: "intruder" },
       }),
     );
     ws.send(

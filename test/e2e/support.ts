@@ -29,7 +29,7 @@ export async function spawnDroid(caller: TestCaller, options: SpawnOptions = {})
     : { caller_id: callerId, caller_tools: tools };
   const info = await caller.ok<{ session_id: string }>("session", {
     action: "spawn",
-    project_id: options.projectId ?? (await caller.projectId()),
+    project_id: options.projectId ?? (await caller.newProject()),
     new_session: true,
     ...declaration,
     ...(options.timeoutSeconds === undefined ? {} : { caller_timeout_seconds: options.timeoutSeconds }),
@@ -93,4 +93,10 @@ export function text(callOutput: Record<string, unknown>): string {
 
 export async function endSession(caller: TestCaller, sessionId: string): Promise<void> {
   await caller.call("session", { action: "end", session_id: sessionId });
+}
+
+/** The project a session runs in (its container carries the project's label). */
+export async function projectOf(caller: TestCaller, sessionId: string): Promise<string> {
+  return (await caller.ok<{ project_id: string }>("session", { action: "get", session_id: sessionId }))
+    .project_id;
 }

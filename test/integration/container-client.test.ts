@@ -47,8 +47,12 @@ class Droid {
     });
     const splitter = new LineSplitter(64 * 1024 * 1024);
     this.#child.stdout.on("data", (chunk: Buffer) => {
-      for (const e of splitter.push(chunk))
-        if (e.kind === "line") this.#lines.push(JSON.parse(e.text) as Line);
+      for (const e of splitter.push(chunk)) {
+        if (e.kind !== "line") continue;
+        const line = JSON.parse(e.text) as Line;
+        // The runner's end-of-turn marker, not a step's output.
+        if (line.type !== "turn_completed") this.#lines.push(line);
+      }
       const wakers = this.#wakers;
       this.#wakers = [];
       for (const wake of wakers) wake();

@@ -221,7 +221,7 @@ describe("the runner, facing a hostile host-agent", () => {
       env: {
         PATH: process.env.PATH ?? "",
         OUBLIETTE_SOCKET: path,
-        OUBLIETTE_SESSION_TOKEN: TOKEN,
+        OUBLIETTE_RUNNER_TOKEN: TOKEN,
         OUBLIETTE_AGENT_COMMAND: JSON.stringify([process.execPath, "-e", "setInterval(() => {}, 1000)"]),
         OUBLIETTE_LOG_LEVEL: "error",
       },

@@ -31,7 +31,6 @@ export class TestCaller {
   readonly loggers: string[] = [];
   #waiters = new Set<Waiter>();
   #onRequest: ((request: CallerToolRequest) => Answer | Promise<Answer>) | null = null;
-  #project: Promise<string> | null = null;
 
   private constructor(
     readonly client: Client,
@@ -65,13 +64,16 @@ export class TestCaller {
     return caller;
   }
 
-  /** A project this caller's sessions run in, created on first use (sessions need one). */
-  projectId(): Promise<string> {
-    this.#project ??= this.ok<{ project_id: string }>("project", {
+  /**
+   * A new project (sessions need one). Tests written for one container per session take a
+   * project per spawn: projects are sticky to their host, sessions are not tied to each other.
+   */
+  async newProject(): Promise<string> {
+    const created = await this.ok<{ project_id: string }>("project", {
       action: "create",
       name: `test-${crypto.randomUUID().slice(0, 12)}`,
-    }).then((p) => p.project_id);
-    return this.#project;
+    });
+    return created.project_id;
   }
 
   /** Answers every caller tool request with `handler`'s answer. */

@@ -9,7 +9,7 @@ import { config } from "../../worker/src/env.js";
 import { freezeClock } from "./support/clock.js";
 import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
 import { hostMissingSince, placementsOn, runRegistryAlarm } from "./support/registry.js";
-import { events, liveSession, respond, spawn } from "./support/session.js";
+import { events, liveSession, newProjectId, respond, spawn } from "./support/session.js";
 import { ADMIN } from "./support/tokens.js";
 
 afterEach(async () => {
@@ -79,6 +79,26 @@ describe("a host gone past the grace period", () => {
     expect(await back.nextStop()).toMatchObject({ session_id: s.sessionId });
     // Its one place is free again.
     expect((await spawn()).info.host_id).toBe(s.host.hostId);
+  });
+});
+
+describe("projects of a host", () => {
+  it("stay on their host while it is briefly away, and are free to go elsewhere once it is lost", async () => {
+    const first = await FakeHost.connect(uniqueHostId("first"), { maxSessions: 5 });
+    const projectId = newProjectId();
+    expect((await spawn({ projectId })).info.host_id).toBe(first.hostId);
+    const t0 = freezeClock();
+    first.close();
+    await hostMissingSince(first.hostId);
+    vi.useRealTimers();
+    const second = await FakeHost.connect(uniqueHostId("second"), { maxSessions: 5 });
+    // Sticky: its container and workspaces are on the first host.
+    await expect(spawn({ projectId })).rejects.toThrow(/lives on host/);
+    freezeClock();
+    vi.setSystemTime(t0 + graceMs());
+    await runRegistryAlarm();
+    vi.useRealTimers();
+    expect((await spawn({ projectId })).info.host_id).toBe(second.hostId);
   });
 });
 

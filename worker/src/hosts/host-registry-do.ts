@@ -393,6 +393,12 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       if (now - missingSince < graceMs) continue;
       const reason = `host ${hostId} lost: its host-agent was not connected for ${Math.round((now - missingSince) / 1000)} s`;
       await this.#loseSessions(hostId, this.#store.sessionsOn(hostId), reason);
+      // Its projects are free to start again elsewhere (with fresh workspaces: theirs were on the
+      // lost host). If it comes back, it keeps the ones no other host took meanwhile.
+      const stranded = this.#store.projectsOn(hostId);
+      for (const projectId of stranded) this.#store.forgetProject(projectId);
+      if (stranded.length > 0)
+        this.#log.warn("released the projects of a lost host", { host: hostId, projects: stranded.length });
       this.#store.forgetHost(hostId);
     }
     this.#ensureAlarm(true);

@@ -4,8 +4,15 @@ import {
   ContainerLogsResultSchema,
   ProjectEnsureResultSchema,
 } from "../../../protocol/tunnel-projects.js";
-import { ProjectIdSchema } from "../projects/project-config.js";
-import { onProjectHost, specOf, TunnelMethod } from "../projects/project-host.js";
+import { unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import {
+  DEFAULT_WORKSPACE,
+  ProjectIdSchema,
+  projectSpec,
+  workspaceSetup,
+} from "../projects/project-config.js";
+import { onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { action, defineActionTool } from "./define.js";
 
 const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
@@ -26,16 +33,24 @@ export const containerTool = defineActionTool({
       input: z.object({ project_id: ProjectIdSchema }),
       async handler(args, ctx) {
         ctx.authorizeProject(args.project_id);
-        const spec = await specOf(ctx.env, args.project_id);
+        const config = unwrap(await objects.project(ctx.env, args.project_id).info());
+        // The default workspace is there (git-initialised or cloned the first time) before the container.
+        const setup = workspaceSetup(config, DEFAULT_WORKSPACE);
+        const workspace = {
+          workspace_id: DEFAULT_WORKSPACE,
+          init_git: setup.initGit,
+          ...(setup.remoteUrl ? { remote_url: setup.remoteUrl } : {}),
+        };
+        await onProjectHost(ctx.env, args.project_id, TunnelMethod.workspaceCreate, workspace, Empty, {
+          place: true,
+        });
         const started = await onProjectHost(
           ctx.env,
           args.project_id,
           TunnelMethod.projectEnsure,
-          { spec },
+          { spec: projectSpec(config) },
           ProjectEnsureResultSchema,
-          {
-            place: true,
-          },
+          { place: true },
         );
         return { project_id: args.project_id, ...started };
       },
