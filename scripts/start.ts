@@ -104,6 +104,10 @@ function printBanner(running: LocalStack, host: HostAgent, adminToken: string, i
     `  or in a client's JSON config: {"url": "${mcpUrl}", "headers": {"Authorization": "Bearer ${adminToken}"}}`,
   );
   say();
+  say('Then create a project and start a droid in it (README, "A walk-through"):');
+  say('  project {"action":"create","name":"my-project"}   -> project_id');
+  say('  session {"action":"spawn","project_id":"prj_…","prompt":"…"}');
+  say();
   say("Press Ctrl-C to stop.");
 }
 

@@ -238,7 +238,14 @@ describe("container start and stop", () => {
       project_id: projectId,
     });
     expect(again).toMatchObject({ container_id: started.container_id, started: false });
-    const session = await spawnIn(projectId);
+    // The spawn prompt reaches the droid even though it is sent before the agent has started.
+    const prompt = JSON.stringify({
+      steps: [{ op: "fs", action: "write", path: "from-prompt.txt", text: "p" }],
+    });
+    const session = await spawnIn(projectId, { prompt });
+    await until("the prompt's file", async () =>
+      (await exec(projectId, LIST("/workspace/default"))).stdout.includes("from-prompt.txt"),
+    );
     await admin.ok("container", { action: "stop", project_id: projectId, reason: "maintenance" });
     await until("the session to end", async () =>
       (await statusOf(session.session_id)) !== "running" ? true : null,

@@ -51,6 +51,11 @@ export class SessionRuntime {
   #endSeq: number | null = null;
   #endReason = "";
   #closing: Promise<void> | null = null;
+  #agentStarted!: (started: boolean) => void;
+  /** Settles once the runner runs this session's agent (true), or could not start it (false). */
+  readonly #agentReady = new Promise<boolean>((resolve) => {
+    this.#agentStarted = resolve;
+  });
 
   constructor(options: SessionRuntimeOptions) {
     this.#o = options;
@@ -66,7 +71,11 @@ export class SessionRuntime {
         this.#config = config;
         options.pushConfig(config);
       },
-      onDroidMessage: (seq, text, signal) => options.runner.deliver(options.sessionId, seq, text, signal),
+      // A message can arrive (the spawn prompt, say) before the runner has started the agent.
+      onDroidMessage: async (seq, text, signal) => {
+        await abortable(this.#agentReady, signal);
+        await options.runner.deliver(options.sessionId, seq, text, signal);
+      },
       onEventsStored: (seq) => this.#stored(seq),
       onGone: (reason) => void this.stop(reason),
     });
@@ -99,8 +108,12 @@ export class SessionRuntime {
     void this.#o.runner
       .startAgent({ ...launch, session_id: this.#o.sessionId, session_token: this.#o.sessionToken })
       .then(
-        (pid) => this.#log.info({ pid }, "agent started"),
+        (pid) => {
+          this.#log.info({ pid }, "agent started");
+          this.#agentStarted(true);
+        },
         (err: unknown) => {
+          this.#agentStarted(false);
           const message = err instanceof Error ? err.message : String(err);
           this.#log.error({ err: message }, "the runner could not start the agent");
           void this.end(`the agent could not start: ${message}`);
@@ -110,6 +123,7 @@ export class SessionRuntime {
 
   /** Serves a session whose agent the runner already runs (a restarted host-agent re-adopts it). */
   adopt(agent: AgentState): void {
+    this.#agentStarted(true);
     this.#tunnel.start();
     // An agent that already ended has its end event in the runner's buffer, re-sent on connect:
     // the session ends here once that is stored, as for a live one.
@@ -194,4 +208,23 @@ function exitReason(exitCode: number | null): string {
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Waits for `promise`, or rejects with the signal's reason once it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
 }
