@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { TunnelMethod } from "../../../protocol/tunnel.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
@@ -28,6 +28,9 @@ export async function onProjectHost<T extends z.ZodType>(
     throw new AppError("host_error", `the host's answer to ${method} is not what the protocol says`);
   return parsed.data;
 }
+
+/** The answer of a host request that answers nothing but success. */
+export const EmptyResultSchema = z.object({}).loose();
 
 /** The project's container spec, from its config (the project must exist). */
 export async function specOf(env: Env, projectId: string) {

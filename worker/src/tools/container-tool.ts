@@ -12,11 +12,9 @@ import {
   projectSpec,
   workspaceSetup,
 } from "../projects/project-config.js";
-import { onProjectHost, TunnelMethod } from "../projects/project-host.js";
+import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { action, defineActionTool } from "./define.js";
-
-const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
-const Empty = z.object({}).loose();
+import { EXAMPLE_PROJECT } from "./examples.js";
 
 export const containerTool = defineActionTool({
   name: "container",
@@ -41,9 +39,16 @@ export const containerTool = defineActionTool({
           init_git: setup.initGit,
           ...(setup.remoteUrl ? { remote_url: setup.remoteUrl } : {}),
         };
-        await onProjectHost(ctx.env, args.project_id, TunnelMethod.workspaceCreate, workspace, Empty, {
-          place: true,
-        });
+        await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.workspaceCreate,
+          workspace,
+          EmptyResultSchema,
+          {
+            place: true,
+          },
+        );
         const started = await onProjectHost(
           ctx.env,
           args.project_id,
@@ -76,7 +81,7 @@ export const containerTool = defineActionTool({
           args.project_id,
           TunnelMethod.projectStop,
           { reason: args.reason },
-          Empty,
+          EmptyResultSchema,
         );
         return { project_id: args.project_id, stopped: true };
       },

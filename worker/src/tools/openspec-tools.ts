@@ -6,8 +6,8 @@ import { ARCHIVE, CHANGES_DIR, parseTasks, progress } from "../projects/openspec
 import { DEFAULT_WORKSPACE, ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import { onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { defineTool } from "./define.js";
+import { EXAMPLE_PROJECT } from "./examples.js";
 
-const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
 /** Most changes listed (each costs a read of its tasks.md). */
 const MAX_CHANGES = 100;
 

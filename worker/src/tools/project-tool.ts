@@ -12,8 +12,7 @@ import {
   ProjectIdSchema,
 } from "../projects/project-config.js";
 import { action, defineActionTool } from "./define.js";
-
-const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+import { EXAMPLE_PROJECT } from "./examples.js";
 
 export const projectTool = defineActionTool({
   name: "project",

@@ -15,6 +15,7 @@ import {
 import type { CallerDeclaration } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
+import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
 
 const SessionIdSchema = SessionIdFormat.describe("Session id returned by spawn.");
@@ -88,9 +89,6 @@ function settled<T>(ctx: ToolContext, sessionId: string, result: Result<T>): T {
   ctx.mcp?.remember(sessionId);
   return value;
 }
-
-const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
-const EXAMPLE_SESSION = "ses_0123456789abcdef01234567";
 
 const spawnFields = {
   project_id: ProjectIdSchema,

@@ -2,13 +2,9 @@ import { z } from "zod";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
-import { onProjectHost, TunnelMethod } from "../projects/project-host.js";
-
-const Empty = z.object({}).loose();
-
+import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { action, defineActionTool } from "./define.js";
-
-const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+import { EXAMPLE_PROJECT } from "./examples.js";
 
 export const workspaceTool = defineActionTool({
   name: "workspace",
@@ -45,7 +41,7 @@ export const workspaceTool = defineActionTool({
           args.project_id,
           TunnelMethod.workspaceDelete,
           { workspace_id: args.workspace_id },
-          Empty,
+          EmptyResultSchema,
         ).catch((err: unknown) => {
           if (!(err instanceof AppError && err.code === "not_running")) throw err;
         });

@@ -1,0 +1,3 @@
+/** Ids the tool definitions' examples use (well-formed, never real). */
+export const EXAMPLE_PROJECT = "prj_0123456789abcdef01234567";
+export const EXAMPLE_SESSION = "ses_0123456789abcdef01234567";
