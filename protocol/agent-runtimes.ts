@@ -1,0 +1,70 @@
+import { z } from "zod";
+
+/**
+ * The agent runtimes a session may run, in one place: which CLI (npm package, pinned exactly),
+ * how the runner starts it inside its image, and which model provider it talks to (so the
+ * host-agent's model proxy knows which upstream, paths and key apply). `scripted` is the test
+ * fixture: it speaks the runner's own line protocol and needs no model.
+ */
+export const AgentRuntimeSchema = z.enum(["scripted", "droid", "claude", "codex", "opencode", "gemini"]);
+export type AgentRuntime = z.infer<typeof AgentRuntimeSchema>;
+
+/** Model providers the host-agent's proxy can forward to. */
+export const ModelProviderSchema = z.enum(["anthropic", "openai", "google"]);
+export type ModelProvider = z.infer<typeof ModelProviderSchema>;
+
+export interface CliRuntime {
+  /** npm package and exact version the image is built from. */
+  package: string;
+  version: string;
+  /** The provider the runtime's model requests go to. */
+  provider: ModelProvider;
+  /** The model used when neither the spawn nor the project names one. */
+  defaultModel: string;
+  /** argv prefix of the CLI inside its image (the adapter adds its own arguments). */
+  command: readonly string[];
+}
+
+/** Where agent CLIs live inside runtime images. */
+export const AGENTS_DIR = "/opt/agents";
+
+export const CLI_RUNTIMES: Readonly<Record<Exclude<AgentRuntime, "scripted">, CliRuntime>> = {
+  droid: {
+    package: "droid",
+    version: "0.215.0",
+    provider: "anthropic",
+    defaultModel: "claude-sonnet-4-5",
+    command: [`${AGENTS_DIR}/droid/droid`],
+  },
+  claude: {
+    package: "@anthropic-ai/claude-code",
+    version: "2.1.330",
+    provider: "anthropic",
+    defaultModel: "claude-sonnet-4-5",
+    command: [`${AGENTS_DIR}/claude/claude`],
+  },
+  codex: {
+    package: "@openai/codex",
+    version: "0.169.0",
+    provider: "openai",
+    defaultModel: "gpt-5",
+    command: [`${AGENTS_DIR}/codex/codex`],
+  },
+  opencode: {
+    package: "opencode-ai",
+    version: "1.18.33",
+    provider: "openai",
+    defaultModel: "gpt-5",
+    command: [`${AGENTS_DIR}/opencode/opencode`],
+  },
+  gemini: {
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    provider: "google",
+    defaultModel: "gemini-2.5-pro",
+    command: ["node", `${AGENTS_DIR}/gemini/gemini.js`],
+  },
+};
+
+/** The runtime a session gets when neither the spawn nor its project names one. */
+export const DEFAULT_AGENT_RUNTIME: AgentRuntime = "scripted";
