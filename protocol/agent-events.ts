@@ -1,6 +1,53 @@
 import { z } from "zod";
-import { DroidStatusSchema } from "./events.js";
 import { JsonValueSchema, jsonBytes } from "./json.js";
+
+export const DroidStatusSchema = z.enum(["starting", "running", "exited", "failed"]);
+export type DroidStatus = z.infer<typeof DroidStatusSchema>;
+
+/** Why a turn ended. */
+export const StopReasonSchema = z.enum(["end_turn", "interrupted", "error", "max_turns", "refusal"]);
+export type StopReason = z.infer<typeof StopReasonSchema>;
+
+/**
+ * The common session events every agent adapter maps its CLI's output to, whatever the runtime:
+ * - `message`: a whole assistant message (text);
+ * - `delta`: a piece of assistant text as it streams;
+ * - `tool_call` / `tool_result`: the agent called a tool (its own, or an MCP tool such as a
+ *   caller's) and what came back (`output` is text, cut to fit an event);
+ * - `completion`: the turn of droid message `message_seq` is over (the session may go idle);
+ * - `error`: something the agent reported as failed;
+ * - `system`: anything else worth a caller's eye (start-up, the model in use, a permission the
+ *   adapter granted), named by `subtype`.
+ */
+export const CommonAgentEventSchemas = [
+  z.object({ type: z.literal("message"), text: z.string() }),
+  z.object({ type: z.literal("delta"), text: z.string() }),
+  z.object({
+    type: z.literal("tool_call"),
+    call_id: z.string().max(256),
+    name: z.string().max(256),
+    input: JsonValueSchema.optional(),
+  }),
+  z.object({
+    type: z.literal("tool_result"),
+    call_id: z.string().max(256),
+    output: z.string(),
+    is_error: z.boolean().optional(),
+  }),
+  z.object({
+    type: z.literal("completion"),
+    message_seq: z.number().int().positive().optional(),
+    stop_reason: StopReasonSchema,
+    text: z.string().optional(),
+  }),
+  z.object({ type: z.literal("error"), message: z.string() }),
+  z.object({
+    type: z.literal("system"),
+    subtype: z.string().max(128),
+    message: z.string().optional(),
+    data: JsonValueSchema.optional(),
+  }),
+] as const;
 
 /**
  * What the runner in the container saw happen to the agent. The runner numbers them (`seq`,
@@ -20,8 +67,7 @@ export const AgentEventBodySchema = z.discriminatedUnion("type", [
     text: z.string().optional(),
   }),
   z.object({ type: z.literal("droid_log"), text: z.string() }),
-  /** The agent finished the turn of droid message `message_seq` (its adapter knows when). */
-  z.object({ type: z.literal("turn_completed"), message_seq: z.number().int().positive().optional() }),
+  ...CommonAgentEventSchemas,
 ]);
 export type AgentEventBody = z.infer<typeof AgentEventBodySchema>;
 
@@ -48,13 +94,25 @@ export const AgentStateSchema = z.object({
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 
-/** The line the runner writes to the agent's stdin for each droid message. */
+/** The line the runner writes to the scripted agent's stdin for each droid message (its line protocol). */
 export const AgentStdinMessageSchema = z.object({
   type: z.literal("message"),
   seq: z.number().int(),
   text: z.string(),
 });
 export type AgentStdinMessage = z.infer<typeof AgentStdinMessageSchema>;
+
+/** The line protocol's interrupt: end the turns in flight. */
+export const InterruptLineSchema = z.object({ type: z.literal("interrupt") }).strict();
+
+/** The line protocol's end of a turn, printed by the agent: `{"type":"turn_completed","message_seq":n}`. */
+export const TurnCompletedLineSchema = z
+  .object({
+    type: z.literal("turn_completed"),
+    message_seq: z.number().int().positive().optional(),
+    stop_reason: StopReasonSchema.optional(),
+  })
+  .strict();
 
 /**
  * Splits events into batches of at most MAX_EVENTS_PER_BATCH events and `maxBytes` encoded bytes

@@ -66,5 +66,24 @@ export const CLI_RUNTIMES: Readonly<Record<Exclude<AgentRuntime, "scripted">, Cl
   },
 };
 
+/** What each runtime is, for people (project options, tool descriptions). */
+export const AGENT_TITLES: Readonly<Record<AgentRuntime, string>> = {
+  scripted: "The scripted test droid (no model; runs JSON scripts it is sent).",
+  droid: "Factory Droid",
+  claude: "Claude Code",
+  codex: "Codex",
+  opencode: "OpenCode",
+  gemini: "Gemini CLI",
+};
+
+/**
+ * The local image a host runs a runtime's projects in (built by `npm start` / the test setup,
+ * scripts/docker): the runtime's pinned CLI, the runner and the container-client. The scripted
+ * droid runs in the host's default image.
+ */
+export function agentImageRef(runtime: AgentRuntime): string | undefined {
+  return runtime === "scripted" ? undefined : `oubliette/agent-${runtime}:dev`;
+}
+
 /** The runtime a session gets when neither the spawn nor its project names one. */
 export const DEFAULT_AGENT_RUNTIME: AgentRuntime = "scripted";

@@ -1,6 +1,11 @@
 import { z } from "zod";
+import { CommonAgentEventSchemas, DroidStatusSchema } from "./agent-events.js";
+
+export { type DroidStatus, DroidStatusSchema } from "./agent-events.js";
+
 import { CallerToolListSchema } from "./caller-tools.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
+import { UsageTotalsSchema } from "./usage.js";
 
 /**
  * Session events: what callers see on MCP streams (`notifications/message`), on
@@ -8,9 +13,6 @@ import { JsonObjectSchema, JsonValueSchema } from "./json.js";
  * Every event has the session's monotonic `index`.
  */
 const base = { session_id: z.string(), index: z.number().int().nonnegative(), ts: z.string() };
-
-export const DroidStatusSchema = z.enum(["starting", "running", "exited", "failed"]);
-export type DroidStatus = z.infer<typeof DroidStatusSchema>;
 
 export const SessionEventSchema = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("session_started"), host_id: z.string(), runtime: z.string() }),
@@ -29,12 +31,9 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     text: z.string().optional(),
   }),
   z.object({ ...base, type: z.literal("droid_log"), text: z.string() }),
-  /** The droid finished the turn of message `message_seq` (the session may now count as idle). */
-  z.object({
-    ...base,
-    type: z.literal("turn_completed"),
-    message_seq: z.number().int().positive().optional(),
-  }),
+  ...CommonAgentEventSchemas.map((schema) => schema.extend(base)),
+  /** The session's model usage so far, after each metered model response (host model proxy). */
+  z.object({ ...base, type: z.literal("usage"), ...UsageTotalsSchema.shape }),
   z.object({ ...base, type: z.literal("message_sent"), seq: z.number().int(), text: z.string() }),
   z.object({
     ...base,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AgentRuntimeSchema } from "./agent-runtimes.js";
 
 /** An environment variable name the product accepts from users: UPPER_SNAKE. */
 export const EnvNameSchema = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "environment names are UPPER_SNAKE");
@@ -21,6 +22,8 @@ export const DEFAULT_PROJECT_LIMITS = { memory_mb: 1024, cpus: 1, pids: 256 } as
  */
 export const ProjectSpecSchema = z.object({
   image: z.string().min(1).max(256).optional(),
+  /** The runtime the container is made for: without an image, the host uses that runtime's image. */
+  agent: AgentRuntimeSchema.optional(),
   env: EnvSchema.optional(),
   limits: ProjectLimitsSchema.default({}),
   workspace_isolation: z.boolean().default(false),

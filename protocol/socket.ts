@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentEventBatchSchema, AgentStateSchema } from "./agent-events.js";
+import { AgentRuntimeSchema } from "./agent-runtimes.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { SessionIdSchema } from "./ids.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
@@ -17,6 +18,9 @@ export const SOCKET_PROTOCOL_VERSION = 3;
 
 /** Default path of the socket inside the container (a per-project host directory is mounted at /mcp). */
 export const DEFAULT_SOCKET_PATH = "/mcp/relay.sock";
+
+/** The model socket beside the relay socket: the host-agent's model proxy (HTTP), reached through the runner's forwarder. */
+export const MODEL_SOCKET_NAME = "model.sock";
 
 /** Environment variables the host-agent (and, per agent, the runner) hands out. */
 export const AgentEnv = {
@@ -51,6 +55,7 @@ export const SocketMethod = {
   agentStart: "agent_start",
   agentMessage: "agent_message",
   agentStop: "agent_stop",
+  agentInterrupt: "agent_interrupt",
   agentEvents: "agent_events",
   agentEventsAck: "agent_events_ack",
 } as const;
@@ -61,6 +66,8 @@ const SecretSchema = z.string().min(1).max(512);
 export const RunnerAgentSchema = AgentStateSchema.extend({
   session_id: SessionIdSchema,
   session_token: SecretSchema,
+  /** The agent's placeholder model credential, so a restarted host-agent meters the session again. */
+  model_token: z.string().max(256).optional(),
 });
 export type RunnerAgent = z.infer<typeof RunnerAgentSchema>;
 
@@ -114,6 +121,18 @@ export const AgentEventsParamsSchema = AgentEventBatchSchema.extend({ session_id
 const MAX_ID = 65_533;
 
 /**
+ * Which agent a session runs: the runtime (its adapter and CLI), the model, and the placeholder
+ * credential it presents to the model forwarder (the host-agent's proxy knows the session by it;
+ * the provider key never enters the container).
+ */
+export const AgentLaunchSpecSchema = z.object({
+  runtime: AgentRuntimeSchema,
+  model: z.string().min(1).max(256).optional(),
+  model_token: z.string().min(16).max(256).optional(),
+});
+export type AgentLaunchSpec = z.infer<typeof AgentLaunchSpecSchema>;
+
+/**
  * `agent_start`: start the agent of a session (idempotent: a running one answers its pid). `cwd`
  * is its working directory in the container; `uid`/`gid`, when given, the identity it runs as
  * (workspace isolation; the runner needs CAP_SETUID/SETGID for it).
@@ -125,6 +144,7 @@ export const AgentStartParamsSchema = z.object({
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768)).default({}),
   uid: z.number().int().min(1).max(MAX_ID).optional(),
   gid: z.number().int().min(1).max(MAX_ID).optional(),
+  agent: AgentLaunchSpecSchema.default({ runtime: "scripted" }),
 });
 export type AgentStartParams = z.input<typeof AgentStartParamsSchema>;
 export const AgentStartResultSchema = z.object({ pid: z.number().int() });
@@ -147,6 +167,10 @@ export const AgentStopResultSchema = z.object({
   exit_code: z.number().int().nullable(),
   signal: z.string().nullable(),
 });
+
+/** `agent_interrupt`: interrupt the turn in flight of a session's agent; the agent and session stay. */
+export const AgentInterruptParamsSchema = z.object({ session_id: SessionIdSchema });
+export const AgentInterruptResultSchema = z.object({ interrupted: z.boolean() });
 
 /** `agent_events_ack` (host-agent → runner, notification): a session's events up to `seq` are stored. */
 export const AgentEventsAckParamsSchema = z.object({

@@ -24,4 +24,4 @@ export type SubscriberReply =
       ok: false;
       error: { code: string; message: string };
     }
-  | { type: "error"; error: { code: string; message: string } };
+  | { type: "frame_error"; error: { code: string; message: string } };

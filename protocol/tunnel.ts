@@ -1,11 +1,13 @@
 import { z } from "zod";
 import { AgentEventBatchSchema } from "./agent-events.js";
+import { AgentRuntimeSchema } from "./agent-runtimes.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { ProjectIdSchema, SessionIdSchema, WorkspaceIdSchema } from "./ids.js";
 import { JsonObjectSchema } from "./json.js";
 import { Limits } from "./limits.js";
 import { EnvSchema, ProjectSpecSchema } from "./project.js";
 import { HostProjectSchema } from "./tunnel-projects.js";
+import { UsageTotalsSchema } from "./usage.js";
 
 /**
  * The tunnel: WebSockets the host-agent opens OUT to the Worker, carrying JSON-RPC 2.0
@@ -55,6 +57,14 @@ export type RuntimeKind = z.infer<typeof RuntimeKindSchema>;
 export const SessionSpecSchema = z.object({
   image: z.string().max(256).optional(),
   env: EnvSchema.optional(),
+  /** The agent to run (default: the scripted droid) and the session's model budget. */
+  agent: z
+    .object({
+      runtime: AgentRuntimeSchema,
+      model: z.string().min(1).max(256).optional(),
+      max_cost_usd: z.number().positive().optional(),
+    })
+    .optional(),
 });
 export type SessionSpec = z.infer<typeof SessionSpecSchema>;
 
@@ -77,6 +87,8 @@ export const TunnelMethod = {
   sessionEnd: "session_end",
   callerToolsConfig: "caller_tools_config",
   droidMessage: "droid_message",
+  droidInterrupt: "droid_interrupt",
+  sessionUsage: "session_usage",
 } as const;
 
 // ---------------------------------------------------------------- host channel
@@ -128,6 +140,8 @@ export const SessionHelloResultSchema = z.object({
   /** Highest agent event seq stored; the host-agent tells the runner, which drops them. */
   stored_event_seq: z.number().int().nonnegative(),
   config: CallerToolsConfigSchema,
+  /** The usage stored so far, so a restarted host-agent meters on from it. */
+  usage: UsageTotalsSchema.optional(),
 });
 
 /**
@@ -153,6 +167,20 @@ export const DroidMessageParamsSchema = z.object({
   seq: z.number().int().positive(),
   text: z.string().max(Limits.messageBytes),
 });
+
+/** `droid_interrupt` (session → host, notification): interrupt the droid's turn in flight; the session stays. */
+export const DroidInterruptParamsSchema = z.object({}).optional();
+
+/**
+ * `session_usage` (host → session, notification): the session's model usage so far, as the host's
+ * model proxy metered it. Totals, not increments, so a lost or repeated report costs nothing;
+ * the session object keeps the highest. `refused` is set when the proxy refused a model request
+ * because the budget is spent.
+ */
+export const SessionUsageParamsSchema = UsageTotalsSchema.extend({
+  refused: z.string().max(1024).optional(),
+});
+export type SessionUsageParams = z.infer<typeof SessionUsageParamsSchema>;
 
 /** `caller_tools_config` (session → host, notification): on every re-declaration (the hello result carries the first). */
 export const TunnelCallerToolsConfigSchema = CallerToolsConfigSchema;

@@ -22,5 +22,5 @@ process.on("unhandledRejection", (err) => {
   process.exit(1);
 });
 
-if (mode === "runner") runRunner(log);
+if (mode === "runner") await runRunner(log);
 else await serveDroid(log, VERSION);

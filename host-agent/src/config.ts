@@ -43,6 +43,8 @@ export const HostAgentConfigSchema = z.object({
   maxProjects: z.coerce.number().int().positive().default(16),
   heartbeatMs: z.coerce.number().int().min(100).default(15_000),
   reconnectMaxMs: z.coerce.number().int().min(100).default(30_000),
+  /** A JSON file of model provider keys (see models/model-keys.ts). */
+  modelKeys: z.string().min(1).optional(),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
 });
 export type HostAgentConfig = z.infer<typeof HostAgentConfigSchema>;

@@ -11,6 +11,8 @@ import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import { createLogger } from "../../lib/log.js";
 import { HostAgentConfigSchema } from "./config.js";
+import { configuredProviders, loadModelKeys, type ModelKeys } from "./models/model-keys.js";
+import { ModelProxy } from "./models/model-proxy.js";
 import { ProjectManager } from "./projects/project-manager.js";
 import { selectRuntime } from "./runtime/select-runtime.js";
 import { HostControl } from "./tunnel/host-control.js";
@@ -78,6 +80,12 @@ const program = new Command()
       "OUBLIETTE_RECONNECT_MAX_MS",
     ),
   )
+  .addOption(
+    new Option(
+      "--model-keys <file>",
+      'model provider keys, JSON: {"anthropic":{"api_key":"…","base_url":"…"},…} (or OUBLIETTE_<PROVIDER>_API_KEY)',
+    ).env("OUBLIETTE_MODEL_KEYS"),
+  )
   .addOption(new Option("--log-level <level>", "log level").env("OUBLIETTE_LOG_LEVEL"));
 
 program.parse();
@@ -125,6 +133,17 @@ await mkdir(config.socketDir, { recursive: true, mode: 0o711 });
 // Workspaces are the projects' data: nobody else on this host needs to look in.
 await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
 
+let modelKeys: ModelKeys;
+try {
+  modelKeys = loadModelKeys(process.env, config.modelKeys);
+} catch (err) {
+  logger.fatal({ err: (err as Error).message }, "invalid model keys");
+  process.exit(2);
+}
+// Which providers have a key, never the keys.
+logger.info({ providers: configuredProviders(modelKeys) }, "model providers configured");
+const models = new ModelProxy({ keys: modelKeys, logger });
+
 const timing = { heartbeatMs: config.heartbeatMs, maxReconnectDelayMs: config.reconnectMaxMs };
 const projects = new ProjectManager({
   workerUrl: config.workerUrl,
@@ -135,6 +154,7 @@ const projects = new ProjectManager({
   socketRoot: config.socketDir,
   maxSessions: config.maxSessions,
   maxProjects: config.maxProjects,
+  models,
   timing,
   logger,
 });

@@ -4,6 +4,7 @@
  * JSON-RPC pair stands in for the registry's WebSocket), sessions' tunnels to a fake Worker on
  * loopback, scripted droids as the agents. What each agent does, it reports on its tunnel.
  */
+
 import { execFileSync } from "node:child_process";
 import {
   existsSync,
@@ -19,6 +20,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { loadModelKeys } from "../../host-agent/src/models/model-keys.js";
+import { ModelProxy } from "../../host-agent/src/models/model-proxy.js";
 import { ProjectManager } from "../../host-agent/src/projects/project-manager.js";
 import { DockerRuntime, PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import { serveHostRequests } from "../../host-agent/src/tunnel/host-control.js";
@@ -127,6 +130,7 @@ beforeAll(async () => {
     socketRoot: socketDir,
     maxSessions: 8,
     maxProjects: 4,
+    models: new ModelProxy({ keys: loadModelKeys({}), logger }),
     logger,
     timing: { heartbeatMs: 5_000, maxReconnectDelayMs: 1_000 },
   });
@@ -491,6 +495,7 @@ describe("a host-agent restart", () => {
         socketRoot: socketDir,
         maxSessions: 8,
         maxProjects: 4,
+        models: new ModelProxy({ keys: loadModelKeys({}), logger }),
         logger,
         timing: { heartbeatMs: 5_000, maxReconnectDelayMs: 1_000 },
       });

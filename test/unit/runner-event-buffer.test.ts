@@ -1,7 +1,10 @@
 /** The runner's outbox of agent events: numbered, kept until stored, bounded without losing status. */
 import { describe, expect, it } from "vitest";
-import { logEvent, outputEvent } from "../../container-client/src/runner/agent-process.js";
+import { readScriptedLine } from "../../container-client/src/agents/scripted.js";
+import { logEvent } from "../../container-client/src/runner/agent-process.js";
 import { EventBuffer } from "../../container-client/src/runner/event-buffer.js";
+import { fitEvent } from "../../container-client/src/runner/fit-event.js";
+import { jsonBytes } from "../../protocol/json.js";
 import { Limits } from "../../protocol/limits.js";
 
 describe("EventBuffer", () => {
@@ -38,18 +41,45 @@ describe("EventBuffer", () => {
 });
 
 describe("agent output lines", () => {
-  it("turns a JSON line into data and anything else into text", () => {
-    expect(outputEvent('{"op":"ready"}')).toEqual({ type: "droid_output", data: { op: "ready" } });
-    expect(outputEvent("plain")).toEqual({ type: "droid_output", text: "plain" });
+  it("the scripted adapter turns a JSON line into data, anything else into text, and its turn line into a completion", () => {
+    expect(readScriptedLine('{"op":"ready"}').events).toEqual([
+      { type: "droid_output", data: { op: "ready" } },
+    ]);
+    expect(readScriptedLine("plain").events).toEqual([{ type: "droid_output", text: "plain" }]);
+    expect(readScriptedLine('{"type":"turn_completed","message_seq":3}').events).toEqual([
+      { type: "completion", message_seq: 3, stop_reason: "end_turn" },
+    ]);
+    expect(
+      readScriptedLine('{"type":"turn_completed","message_seq":4,"stop_reason":"interrupted"}').events,
+    ).toEqual([{ type: "completion", message_seq: 4, stop_reason: "interrupted" }]);
+    // Not exactly the turn line: relayed as output, never taken for the end of a turn.
+    expect(readScriptedLine('{"type":"turn_completed","message_seq":4,"x":1}').events[0]?.type).toBe(
+      "droid_output",
+    );
   });
 
-  it("reports a line over the output budget instead of relaying it (escapes counted)", () => {
+  it("cuts a text over the output budget (escapes counted) instead of losing the event", () => {
     const escaped = "\u0001".repeat(Limits.outputEventBytes / 4);
-    expect(outputEvent(escaped)).toMatchObject({
-      type: "droid_log",
-      text: expect.stringContaining("dropped"),
+    const fitted = fitEvent({ type: "droid_output", text: escaped });
+    expect(fitted).toMatchObject({ type: "droid_output", text: expect.stringContaining("[cut:") });
+    expect(jsonBytes(fitted)).toBeLessThanOrEqual(Limits.outputEventBytes);
+    const result = fitEvent({
+      type: "tool_result",
+      call_id: "c1",
+      output: "y".repeat(Limits.outputEventBytes),
     });
-    expect(outputEvent({ oversized: 999_999 })).toMatchObject({
+    expect(result).toMatchObject({
+      type: "tool_result",
+      call_id: "c1",
+      output: expect.stringContaining("[cut:"),
+    });
+    expect(jsonBytes(result)).toBeLessThanOrEqual(Limits.outputEventBytes);
+  });
+
+  it("reports JSON output or a line over the budget instead of relaying it", () => {
+    const huge = fitEvent({ type: "droid_output", data: { big: "z".repeat(Limits.outputEventBytes) } });
+    expect(huge).toMatchObject({ type: "droid_log", text: expect.stringContaining("dropped") });
+    expect(logEvent({ oversized: 999_999 })).toMatchObject({
       type: "droid_log",
       text: expect.stringContaining("999999"),
     });

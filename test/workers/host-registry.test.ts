@@ -136,7 +136,7 @@ describe("placement", () => {
         project_id: expect.stringMatching(/^prj_/),
         workspace_id: "default",
         project: { limits: {}, workspace_isolation: false },
-        spec: {},
+        spec: { agent: { runtime: "scripted" } },
       },
     ]);
   });
@@ -188,6 +188,7 @@ describe("a host that refuses session_start", () => {
       project: { limits: {}, workspace_isolation: false },
       workspace: { initGit: false, remoteUrl: null },
       via: null,
+      agent: { runtime: "scripted" },
       idleTimeoutMs: 0,
       maxLifetimeMs: 0,
     });
@@ -222,6 +223,7 @@ describe("a host that refuses session_start", () => {
       project: { limits: {}, workspace_isolation: false },
       workspace: { initGit: false, remoteUrl: null },
       via: null,
+      agent: { runtime: "scripted" },
       idleTimeoutMs: 0,
       maxLifetimeMs: 0,
     });

@@ -29,7 +29,7 @@ describe("tools/list", () => {
     expect(sessionTool?.inputSchema.type).toBe("object");
     expect(sessionTool?.inputSchema.properties.action).toMatchObject({
       type: "string",
-      enum: ["spawn", "message", "get", "list", "events", "end", "cleanup"],
+      enum: ["spawn", "message", "interrupt", "get", "list", "events", "end", "cleanup"],
     });
     expect(sessionTool?.inputSchema.required).toEqual(["action"]);
     expect(Object.keys(sessionTool?.inputSchema.properties ?? {})).toEqual(

@@ -61,7 +61,7 @@ describe("project", () => {
     const options = await call("project", { action: "options" });
     expect(options.structuredContent).toMatchObject({
       container_types: { default: expect.any(String) },
-      agents: { scripted: expect.any(String), "claude-code": expect.any(String) },
+      agents: { scripted: expect.any(String), claude: expect.any(String), droid: expect.any(String) },
       default_limits: { pids: 256 },
     });
   });

@@ -56,14 +56,14 @@ describe("turn-aware lifetime", () => {
     expect(await statusOf(s)).toMatchObject({ status: "ended" });
   });
 
-  it("never stops a session for idleness while a turn is in flight; turn_completed ends the turn", async () => {
+  it("never stops a session for idleness while a turn is in flight; a completion ends the turn", async () => {
     const t0 = freezeClock();
     const s = await liveSession({ idleTimeoutMs: 60_000 });
     await s.stub.sendMessage({ principal: ADMIN, message: "work", caller: null, via: null });
     vi.setSystemTime(t0 + 120_000);
     await runDurableObjectAlarm(s.stub);
     expect(await statusOf(s)).toMatchObject({ status: LIVE, busy: true });
-    await s.tunnel.events({ seq: 1, type: "turn_completed", message_seq: 1 });
+    await s.tunnel.events({ seq: 1, type: "completion", message_seq: 1, stop_reason: "end_turn" });
     expect(await statusOf(s)).toMatchObject({ busy: false });
     vi.setSystemTime(t0 + 181_000);
     await runDurableObjectAlarm(s.stub);

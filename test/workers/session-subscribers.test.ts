@@ -37,7 +37,7 @@ describe("the WebSocket subscriber", () => {
   ])("answers a frame that is %s with an error and stays open", async (_, frame, code) => {
     const s = await liveSession();
     s.owner.send(frame);
-    expect((await s.owner.next("error")).error.code).toBe(code);
+    expect((await s.owner.next("frame_error")).error.code).toBe(code);
     s.tunnel.call("call-1");
     expect(await s.owner.next("caller_tool_request")).toMatchObject({ tool: "send_response" });
   });

@@ -1,19 +1,19 @@
 /**
- * The agent, as the runner runs it: a child process whose stdin takes droid messages (one JSON
- * line each, written at most once per seq) and whose output becomes events (each stdout line a
- * `droid_output`, JSON in `data` or else `text`; each stderr line a `droid_log`). Both streams are
- * always read, so a chatty agent never blocks on a full pipe. Stopping goes in steps: stdin end,
- * SIGTERM, SIGKILL, to the agent's whole process group.
+ * The agent, as the runner runs it: a child process driven through its adapter (the driver).
+ * Droid messages become the driver's lines on stdin (each seq written at most once); every stdout
+ * line goes through the driver, which turns it into common events and, where the protocol asks
+ * for it (a handshake step, a permission request), lines to write back; each stderr line is a
+ * `droid_log`. Both streams are always read, so a chatty agent never blocks on a full pipe.
+ * Stopping goes in steps: stdin end, SIGTERM, SIGKILL, to the agent's whole process group.
  */
-
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
-import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
-import type { AgentEventBody, AgentStdinMessage } from "../../../protocol/agent-events.js";
-import { parseJson } from "../../../protocol/json.js";
-import { checkSize, Limits } from "../../../protocol/limits.js";
+import type { AgentEventBody } from "../../../protocol/agent-events.js";
+import { Limits } from "../../../protocol/limits.js";
 import { LineSplitter } from "../../../protocol/line-splitter.js";
+import type { AgentDriver } from "../agents/driver.js";
+import { fitEvent } from "./fit-event.js";
 
 /** stderr lines are cut to this many characters. */
 const MAX_LOG_LINE_CHARS = 8 * 1024;
@@ -24,7 +24,8 @@ export interface AgentExit {
 }
 
 export interface AgentProcessOptions {
-  command: string[];
+  argv: string[];
+  driver: AgentDriver;
   env: Record<string, string>;
   /** Working directory (the session's workspace). */
   cwd?: string;
@@ -40,6 +41,7 @@ export class AgentProcess {
   readonly exited: Promise<AgentExit>;
   readonly #child: ChildProcess;
   readonly #log: Logger;
+  readonly #driver: AgentDriver;
   #deliveredSeq = 0;
   #stopping: Promise<AgentExit> | undefined;
 
@@ -48,14 +50,30 @@ export class AgentProcess {
     this.pid = child.pid ?? 0;
     this.exited = exited;
     this.#log = options.logger.child({ agent_pid: this.pid });
+    this.#driver = options.driver;
     child.stdin?.on("error", (err) => this.#log.debug({ err: err.message }, "agent stdin closed"));
-    if (child.stdout) readLines(child.stdout, (line) => options.onEvent(outputEvent(line)));
+    if (child.stdout) {
+      readLines(child.stdout, (line) => {
+        if (typeof line !== "string") return options.onEvent(dropped("stdout", line.oversized));
+        let read: ReturnType<AgentDriver["read"]>;
+        try {
+          read = this.#driver.read(line);
+        } catch (err) {
+          // A line the adapter cannot make sense of is shown, never fatal.
+          this.#log.warn({ err: (err as Error).message }, "the adapter failed on a line");
+          read = { events: [{ type: "droid_output", text: line }], write: [] };
+        }
+        for (const event of read.events) options.onEvent(fitEvent(event));
+        this.#write(read.write);
+      });
+    }
     if (child.stderr) readLines(child.stderr, (line) => options.onEvent(logEvent(line)));
+    this.#write(this.#driver.start());
   }
 
   /** Spawns the agent; rejects when it cannot be run. */
   static start(options: AgentProcessOptions): Promise<AgentProcess> {
-    const [program, ...args] = options.command;
+    const [program, ...args] = options.argv;
     if (program === undefined) return Promise.reject(new Error("no agent command"));
     // Its own process group, so stopping reaches the agent's children (its MCP server) too.
     const child = spawn(program, args, {
@@ -86,14 +104,28 @@ export class AgentProcess {
     return this.#child.exitCode === null && this.#child.signalCode === null;
   }
 
-  /** Writes a droid message unless its seq was already written; resolves once it is flushed. */
-  async deliver(message: AgentStdinMessage): Promise<void> {
-    if (message.seq <= this.#deliveredSeq) return;
+  /** Sends droid message `seq` through the driver unless it was already sent; resolves once written. */
+  async deliver(seq: number, text: string): Promise<void> {
+    if (seq <= this.#deliveredSeq) return;
+    if (!this.running || !this.#child.stdin || this.#child.stdin.destroyed)
+      throw new Error("the agent is not running");
+    this.#deliveredSeq = seq;
+    await this.#write(this.#driver.send(seq, text));
+  }
+
+  /** Interrupts the turn in flight (the session stays). */
+  async interrupt(): Promise<void> {
+    if (!this.running) throw new Error("the agent is not running");
+    await this.#write(this.#driver.interrupt());
+  }
+
+  /** Writes lines to the agent's stdin in order; resolves once they are flushed. */
+  #write(lines: readonly string[]): Promise<void> {
     const stdin = this.#child.stdin;
-    if (!stdin || stdin.destroyed || !this.running) throw new Error("the agent is not running");
-    this.#deliveredSeq = message.seq;
-    await new Promise<void>((resolve, reject) =>
-      stdin.write(`${JSON.stringify(message)}\n`, (err) => (err ? reject(err) : resolve())),
+    if (lines.length === 0 || !stdin || stdin.destroyed) return Promise.resolve();
+    const text = lines.map((line) => `${line}\n`).join("");
+    return new Promise<void>((resolve, reject) =>
+      stdin.write(text, (err) => (err ? reject(err) : resolve())),
     );
   }
 
@@ -131,24 +163,6 @@ function readLines(stream: Readable, onLine: (line: string | { oversized: number
   stream.on("data", (chunk: Buffer) => emit(splitter.push(chunk)));
   stream.on("end", () => emit(splitter.end()));
 }
-
-/** One stdout line as an event; a line that would be over the event budget is reported, not relayed. */
-export function outputEvent(line: string | { oversized: number }): AgentEventBody {
-  if (typeof line !== "string") return dropped("stdout", line.oversized);
-  const json = parseJson(line);
-  // An agent speaking the runner's line protocol says when it finished a message's turn.
-  const turn = json.ok ? TurnCompletedLineSchema.safeParse(json.value) : null;
-  if (turn?.success) return turn.data;
-  const event: AgentEventBody = json.ok
-    ? { type: "droid_output", data: json.value as never }
-    : { type: "droid_output", text: line };
-  return checkSize("output_event", event) ? dropped("stdout", line.length) : event;
-}
-
-/** The stdout line `{"type":"turn_completed","message_seq":n}`: the turn of message n is over. */
-const TurnCompletedLineSchema = z
-  .object({ type: z.literal("turn_completed"), message_seq: z.number().int().positive().optional() })
-  .strict();
 
 export function logEvent(line: string | { oversized: number }): AgentEventBody {
   if (typeof line !== "string") return dropped("stderr", line.oversized);

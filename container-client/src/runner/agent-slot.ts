@@ -8,13 +8,16 @@ import type { Logger } from "../../../lib/log.js";
 import type { AgentEvent, AgentEventBody } from "../../../protocol/agent-events.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
+import { prepareHome } from "./agent-home.js";
+import type { PreparedLaunch } from "./agent-launch.js";
 import { type AgentExit, AgentProcess } from "./agent-process.js";
 import { EventBuffer } from "./event-buffer.js";
 
 export interface AgentSlotOptions {
   sessionId: string;
   sessionToken: string;
-  command: string[];
+  /** How to run the agent: its adapter and launch, decided by the runner (see agent-launch.ts). */
+  launch: PreparedLaunch;
   env: Record<string, string>;
   cwd: string;
   uid?: number | undefined;
@@ -78,6 +81,7 @@ export class AgentSlot {
       exit_code: this.#exit?.exitCode ?? null,
       signal: this.#exit?.signal ?? null,
       delivered_message_seq: this.#agent?.deliveredSeq ?? 0,
+      ...(this.#o.launch.modelToken !== undefined ? { model_token: this.#o.launch.modelToken } : {}),
     };
   }
 
@@ -85,31 +89,36 @@ export class AgentSlot {
   start(): Promise<AgentProcess> {
     if (this.#agent) return Promise.resolve(this.#agent);
     if (this.#exit) return Promise.reject(ended("the agent already ended"));
-    this.#starting ??= AgentProcess.start({
-      command: this.#o.command,
-      env: this.#o.env,
-      cwd: this.#o.cwd,
-      uid: this.#o.uid,
-      gid: this.#o.gid,
-      logger: this.#o.logger,
-      onEvent: (event) => this.#emit(event),
-    }).then(
-      (agent) => {
-        this.#agent = agent;
-        this.#o.logger.info({ pid: agent.pid, cwd: this.#o.cwd, uid: this.#o.uid }, "agent started");
-        this.#emit({ type: "droid_status", status: "running" });
-        void agent.exited.then((exit) => this.#ended(exit));
-        for (const m of this.#early.splice(0))
-          agent.deliver({ type: "message", seq: m.seq, text: m.text }).then(m.resolve, m.reject);
-        return agent;
-      },
-      (err: Error) => {
-        this.#starting = null;
-        this.#exit = { exitCode: null, signal: null };
-        this.#exitSeq = this.#emit({ type: "droid_status", status: "failed", message: err.message });
-        throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: "runtime_error" });
-      },
-    );
+    const { driver, launch, home } = this.#o.launch;
+    this.#starting ??= prepareHome(home, launch.files, this.#o.uid, this.#o.gid)
+      .then(() =>
+        AgentProcess.start({
+          argv: launch.argv,
+          driver,
+          env: { ...this.#o.env, ...launch.env },
+          cwd: this.#o.cwd,
+          uid: this.#o.uid,
+          gid: this.#o.gid,
+          logger: this.#o.logger,
+          onEvent: (event) => this.#emit(event),
+        }),
+      )
+      .then(
+        (agent) => {
+          this.#agent = agent;
+          this.#o.logger.info({ pid: agent.pid, cwd: this.#o.cwd, uid: this.#o.uid }, "agent started");
+          this.#emit({ type: "droid_status", status: "running" });
+          void agent.exited.then((exit) => this.#ended(exit));
+          for (const m of this.#early.splice(0)) agent.deliver(m.seq, m.text).then(m.resolve, m.reject);
+          return agent;
+        },
+        (err: Error) => {
+          this.#starting = null;
+          this.#exit = { exitCode: null, signal: null };
+          this.#exitSeq = this.#emit({ type: "droid_status", status: "failed", message: err.message });
+          throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: "runtime_error" });
+        },
+      );
     return this.#starting;
   }
 
@@ -117,12 +126,21 @@ export class AgentSlot {
   async deliver(seq: number, text: string): Promise<number> {
     const agent = this.#agent;
     if (agent) {
-      await agent.deliver({ type: "message", seq, text });
+      await agent.deliver(seq, text);
       return agent.deliveredSeq;
     }
     if (this.#exit) throw ended("the agent has ended");
     await new Promise<void>((resolve, reject) => this.#early.push({ seq, text, resolve, reject }));
     return this.#agent?.deliveredSeq ?? seq;
+  }
+
+  /** Interrupts the agent's turn in flight; false when there is no running agent to interrupt. */
+  async interrupt(): Promise<boolean> {
+    const agent = this.#agent;
+    if (!agent?.running) return false;
+    await agent.interrupt();
+    this.#o.logger.info("turn interrupted");
+    return true;
   }
 
   /** Ends the agent in steps (idempotent); resolves with how it ended. */

@@ -2,10 +2,18 @@
  * The runner's entry: reads its settings from the environment the host-agent gave the container,
  * then runs as long as the container (or, under the process runtime, as long as its parent).
  */
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import { parseJson } from "../../../protocol/json.js";
-import { AgentEnv, DEFAULT_SOCKET_PATH, RUNNER_ONLY_ENV } from "../../../protocol/socket.js";
+import {
+  AgentEnv,
+  DEFAULT_SOCKET_PATH,
+  MODEL_SOCKET_NAME,
+  RUNNER_ONLY_ENV,
+} from "../../../protocol/socket.js";
+import { ModelForwarder } from "./model-forwarder.js";
 import { Runner } from "./runner.js";
 
 const CommandSchema = z.array(z.string().min(1)).min(1).max(256);
@@ -13,7 +21,7 @@ const CommandSchema = z.array(z.string().min(1)).min(1).max(256);
 const STOP_GRACE_MS = 6_000;
 
 /** Starts the runner; exits the process when it is done. */
-export function runRunner(log: Logger): void {
+export async function runRunner(log: Logger): Promise<void> {
   const env = process.env;
   const token = env[AgentEnv.runnerToken] ?? "";
   const raw = parseJson(env[AgentEnv.agentCommand] ?? "");
@@ -30,10 +38,24 @@ export function runRunner(log: Logger): void {
   for (const [key, value] of Object.entries(env)) {
     if (value !== undefined && !RUNNER_ONLY_ENV.includes(key)) agentEnv[key] = value;
   }
+  const socketPath = env[AgentEnv.socketPath] || DEFAULT_SOCKET_PATH;
+  // Before any agent: CLIs call their model while they are still starting.
+  const forwarder = await ModelForwarder.start(join(dirname(socketPath), MODEL_SOCKET_NAME), log).catch(
+    (err: Error) => {
+      log.error({ err: err.message }, "the model forwarder could not start; CLI agents cannot run");
+      return null;
+    },
+  );
   const runner = new Runner({
-    socketPath: env[AgentEnv.socketPath] || DEFAULT_SOCKET_PATH,
+    socketPath,
     runnerToken: token,
-    agentCommand: command.data,
+    launch: {
+      scriptedCommand: command.data,
+      mcpCommand: { command: process.execPath, args: process.argv.slice(1, 2) },
+      socketPath,
+      modelBaseUrl: forwarder?.baseUrl ?? null,
+      homeRoot: join(tmpdir(), "oubliette-agents"),
+    },
     agentEnv,
     logger: log,
     // Agents' stderr joins ours, so the container's logs show what each session's agent did.

@@ -17,6 +17,8 @@ import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   AgentEnv,
   AgentEventsAckParamsSchema,
+  AgentInterruptParamsSchema,
+  AgentLaunchSpecSchema,
   AgentMessageParamsSchema,
   type AgentStartParams,
   AgentStartParamsSchema,
@@ -25,13 +27,15 @@ import {
   SocketMethod,
 } from "../../../protocol/socket.js";
 import { SocketSession } from "../socket/socket-session.js";
+import { type LaunchSettings, prepareLaunch } from "./agent-launch.js";
 import { AgentSlot } from "./agent-slot.js";
 
 export interface RunnerOptions {
   socketPath: string;
   /** The container's secret (role `runner`). */
   runnerToken: string;
-  agentCommand: string[];
+  /** How agents are launched (the scripted command, the MCP server, the model forwarder, homes). */
+  launch: LaunchSettings;
   /** The environment every agent starts from (the runner's, minus what only it may see). */
   agentEnv: Record<string, string>;
   logger: Logger;
@@ -98,6 +102,9 @@ export class Runner {
       const slot = this.#known(params.session_id);
       return { delivered_seq: await slot.deliver(params.seq, params.text) };
     });
+    peer.handle(SocketMethod.agentInterrupt, AgentInterruptParamsSchema, async (params) => ({
+      interrupted: await this.#known(params.session_id).interrupt(),
+    }));
     peer.handle(SocketMethod.agentStop, AgentStopParamsSchema, async (params) => {
       const slot = this.#slots.get(params.session_id);
       this.#log.info({ session: params.session_id, reason: params.reason }, "asked to stop an agent");
@@ -135,10 +142,16 @@ export class Runner {
       );
     }
     const log = this.#log.child({ session: params.session_id });
+    const launch = prepareLaunch(this.#o.launch, {
+      sessionId: params.session_id,
+      sessionToken: params.session_token,
+      cwd: params.cwd,
+      agent: AgentLaunchSpecSchema.parse(params.agent ?? { runtime: "scripted" }),
+    });
     const slot = new AgentSlot({
       sessionId: params.session_id,
       sessionToken: params.session_token,
-      command: this.#o.agentCommand,
+      launch,
       env: {
         ...this.#o.agentEnv,
         ...params.env,

@@ -18,6 +18,7 @@ import type {
   HostProject,
   WorkspaceReadResult,
 } from "../../../protocol/tunnel-projects.js";
+import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime } from "../runtime/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { HostError } from "./errors.js";
@@ -37,6 +38,8 @@ export interface ProjectManagerOptions {
   socketRoot: string;
   maxSessions: number;
   maxProjects: number;
+  /** The host's model proxy (keys stay in it). */
+  models: ModelProxy;
   logger: Logger;
   timing?: TunnelTiming | undefined;
   /** Whether this process runs as root (it can give workspace directories to their uids). */
@@ -81,6 +84,7 @@ export class ProjectManager {
     if (!project) {
       project = new ProjectRuntime({
         projectId,
+        models: this.#o.models,
         paths: new ProjectPaths(this.#o.dataDir, this.#o.socketRoot, projectId),
         runtime: this.#o.runtime,
         ownership: this.#ownership,
@@ -184,9 +188,12 @@ export class ProjectManager {
     // Reserved before the agent starts, so concurrent starts cannot overshoot the limit.
     this.#sessions.set(params.session_id, projectId);
     try {
-      await this.project(projectId).startSession(params.session_id, params.workspace_id, {
-        ...params.spec.env,
-      });
+      await this.project(projectId).startSession(
+        params.session_id,
+        params.workspace_id,
+        { ...params.spec.env },
+        params.spec.agent,
+      );
     } catch (err) {
       this.#sessions.delete(params.session_id);
       throw err;

@@ -11,13 +11,16 @@ import type { Logger } from "../../../lib/log.js";
 import { failureToRpcError } from "../../../protocol/caller-tools.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
-import { AgentEnv } from "../../../protocol/socket.js";
+import { agentImageRef } from "../../../protocol/agent-runtimes.js";
+import { AgentEnv, MODEL_SOCKET_NAME } from "../../../protocol/socket.js";
+import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type {
   ContainerExecParams,
   ContainerExecResult,
   ContainerLogsParams,
   ContainerLogsResult,
 } from "../../../protocol/tunnel-projects.js";
+import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime, Workload } from "../runtime/types.js";
 import { RunnerLink } from "../sessions/runner-link.js";
 import { SessionRuntime } from "../sessions/session-runtime.js";
@@ -29,8 +32,13 @@ import type { OwnershipMode } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
 import { Workspaces } from "./workspaces.js";
 
+/** Which agent a session runs (default: the scripted droid). */
+export type SessionAgent = NonNullable<SessionSpec["agent"]>;
+
 export interface ProjectRuntimeOptions {
   projectId: string;
+  /** The host's model proxy: each container gets a model socket of its own. */
+  models: ModelProxy;
   paths: ProjectPaths;
   runtime: AgentRuntime;
   ownership: OwnershipMode;
@@ -47,11 +55,18 @@ export interface ProjectRuntimeOptions {
   onRemoved(projectId: string): void;
 }
 
-/** What serves one incarnation of the container: its socket, the secrets it takes, its runner. */
+/** What serves one incarnation of the container: its sockets, the secrets it takes, its runner. */
 interface Serving {
   secrets: SocketSecrets;
   socket: RelaySocketServer;
   runner: RunnerLink;
+  /** Closes the model socket (set once it listens). */
+  closeModel: (() => Promise<void>) | null;
+}
+
+async function closeServing(serving: Serving): Promise<void> {
+  await Promise.all([serving.socket.close(), serving.closeModel?.()]);
+  serving.closeModel = null;
 }
 
 /** One incarnation of the project's container. */
@@ -145,8 +160,16 @@ export class ProjectRuntime {
     });
   }
 
-  /** Starts a session's agent in the running container, in `/workspace/<workspaceId>`. */
-  async startSession(sessionId: string, workspaceId: string, env: Record<string, string>): Promise<void> {
+  /**
+   * Starts a session's agent in the running container, in `/workspace/<workspaceId>`. A CLI agent
+   * gets a placeholder model credential, by which the model proxy knows (and meters) the session.
+   */
+  async startSession(
+    sessionId: string,
+    workspaceId: string,
+    env: Record<string, string>,
+    agent: SessionAgent = { runtime: "scripted" },
+  ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
     const box = this.#box;
     if (!box || box.stopping) throw new HostError("not_running", "the project's container is not running");
@@ -160,11 +183,18 @@ export class ProjectRuntime {
       socketDir: this.#o.paths.socketDir,
       workspacesDir: this.#o.paths.workspaces,
     });
-    const session = this.#session(box, sessionId, randomBytes(32).toString("hex"), workspaceId);
+    const modelToken = agent.runtime === "scripted" ? null : `oubm_${randomBytes(24).toString("hex")}`;
+    const models = modelToken === null ? null : { token: modelToken, budgetUsd: agent.max_cost_usd };
+    const session = this.#session(box, sessionId, randomBytes(32).toString("hex"), workspaceId, models);
     session.start({
       cwd: join(paths.workspaceRoot, workspaceId),
       env: { ...env, [AgentEnv.socketPath]: paths.socketPath },
       ...(uid !== null ? { uid, gid: uid } : {}),
+      agent: {
+        runtime: agent.runtime,
+        ...(agent.model !== undefined ? { model: agent.model } : {}),
+        ...(modelToken !== null ? { model_token: modelToken } : {}),
+      },
     });
   }
 
@@ -199,7 +229,7 @@ export class ProjectRuntime {
   /** Leaves the container running for the next host-agent: closes the tunnels and the socket. */
   async detach(): Promise<void> {
     await Promise.all([...this.#sessions.values()].map(({ session }) => session.detach()));
-    await this.#box?.socket.close();
+    if (this.#box) await closeServing(this.#box);
   }
 
   async exec(params: ContainerExecParams): Promise<ContainerExecResult> {
@@ -233,13 +263,14 @@ export class ProjectRuntime {
         socketDir: this.#o.paths.socketDir,
         workspacesDir: this.#o.paths.workspaces,
         env: { ...spec.env },
-        image: spec.image,
+        // Without an image of its own, a project runs in its agent runtime's image.
+        image: spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined),
         limits: resolveLimits(spec.limits),
         isolation,
         ephemeral,
       });
     } catch (err) {
-      await serving.socket.close();
+      await closeServing(serving);
       await rm(this.#o.paths.socketDir, { recursive: true, force: true });
       throw err;
     }
@@ -258,7 +289,7 @@ export class ProjectRuntime {
     await box.workload
       .stop(reason)
       .catch((err: Error) => this.#log.warn({ err: err.message }, "container stop failed"));
-    await box.socket.close();
+    await closeServing(box);
     await rm(this.#o.paths.socketDir, { recursive: true, force: true });
     if (this.#box === box) this.#box = null;
   }
@@ -285,7 +316,7 @@ export class ProjectRuntime {
         agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),
       },
     });
-    const serving: Serving = { secrets, socket, runner };
+    const serving: Serving = { secrets, socket, runner, closeModel: null };
     return serving;
   }
 
@@ -294,20 +325,30 @@ export class ProjectRuntime {
     await mkdir(this.#o.paths.socketDir, { recursive: true, mode: 0o711 });
     await chmod(this.#o.paths.socketDir, 0o711);
     await box.socket.start();
+    box.closeModel = await this.#o.models.listen(join(this.#o.paths.socketDir, MODEL_SOCKET_NAME));
   }
 
   /** The runner reported its agents: sessions this host does not know yet are re-adopted. */
   #onAgents(box: Serving, agents: RunnerAgent[]): void {
     for (const agent of agents) {
       if (this.#sessions.has(agent.session_id) || agent.status === "idle") continue;
-      const session = this.#session(box, agent.session_id, agent.session_token, null);
+      // Its budget is not known here after a restart; its usage goes on being counted.
+      const models = agent.model_token !== undefined ? { token: agent.model_token } : null;
+      const session = this.#session(box, agent.session_id, agent.session_token, null, models);
       session.adopt(agent);
     }
     box.secrets.settle();
   }
 
-  #session(box: Serving, sessionId: string, token: string, workspaceId: string | null): SessionRuntime {
+  #session(
+    box: Serving,
+    sessionId: string,
+    token: string,
+    workspaceId: string | null,
+    models: { token: string; budgetUsd?: number | undefined } | null,
+  ): SessionRuntime {
     const session = new SessionRuntime({
+      models: models && { proxy: this.#o.models, ...models },
       sessionId,
       sessionToken: token,
       workerUrl: this.#o.workerUrl,

@@ -8,6 +8,7 @@
 import type { Logger } from "../../../lib/log.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
+  AgentInterruptResultSchema,
   AgentMessageResultSchema,
   type AgentStartParams,
   AgentStartResultSchema,
@@ -94,6 +95,18 @@ export class RunnerLink {
         throw err;
       }
     }
+  }
+
+  /** Interrupts a session's turn in flight; false when no runner is connected or no agent runs. */
+  async interruptAgent(sessionId: string): Promise<boolean> {
+    const connection = this.#connection;
+    if (!connection) return false;
+    const raw = await connection.peer.request(
+      SocketMethod.agentInterrupt,
+      { session_id: sessionId },
+      { timeoutMs: 10_000 },
+    );
+    return AgentInterruptResultSchema.parse(raw).interrupted;
   }
 
   /** The session object stored a session's events up to `seq`: the runner may forget them. */

@@ -4,6 +4,8 @@ import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonValue } from "../../../protocol/json.js";
 import type { AgentStartParams } from "../../../protocol/socket.js";
+import type { ModelProxy } from "../models/model-proxy.js";
+import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest } from "../socket/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { SessionTunnel } from "../tunnel/session-tunnel.js";
@@ -23,6 +25,8 @@ export interface SessionRuntimeOptions {
   pushConfig(config: CallerToolsConfig): void;
   /** Called once, after the session has been cleaned up on this host. */
   onClosed(sessionId: string): void;
+  /** The host's model proxy and the session's placeholder credential (null: a session without a model). */
+  models?: { proxy: ModelProxy; token: string; budgetUsd?: number | undefined } | null | undefined;
   timing?: TunnelTiming | undefined;
 }
 
@@ -51,6 +55,8 @@ export class SessionRuntime {
   #endSeq: number | null = null;
   #endReason = "";
   #closing: Promise<void> | null = null;
+  /** Counts the session's model usage (sessions that run a CLI agent). */
+  #meter: SessionMeter | null = null;
   #agentStarted!: (started: boolean) => void;
   /** Settles once the runner runs this session's agent (true), or could not start it (false). */
   readonly #agentReady = new Promise<boolean>((resolve) => {
@@ -78,7 +84,19 @@ export class SessionRuntime {
       },
       onEventsStored: (seq) => this.#stored(seq),
       onGone: (reason) => void this.stop(reason),
+      onInterrupt: () => void this.#interrupt(),
+      onStoredUsage: (usage) => this.#meter?.resume(usage),
     });
+    const models = options.models;
+    if (models) {
+      this.#meter = new SessionMeter({
+        sessionId: options.sessionId,
+        budgetUsd: models.budgetUsd,
+        report: (totals, refused) =>
+          this.#tunnel.reportUsage({ ...totals, ...(refused !== undefined ? { refused } : {}) }),
+      });
+      models.proxy.register(models.token, this.#meter);
+    }
     this.#calls = new CallerCalls({
       relay: (callId, tool, args) => this.#tunnel.callerTool(callId, tool, args),
       cancel: (callId, reason) => this.#tunnel.cancel(callId, reason),
@@ -169,6 +187,7 @@ export class SessionRuntime {
   /** Leaves the agent running for the next host-agent: closes the tunnel only. */
   detach(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#unregisterModel();
       this.#tunnel.close();
       this.#calls.clear();
     })();
@@ -181,6 +200,19 @@ export class SessionRuntime {
     this.#log.warn({ reason }, "ending the session on this host");
     await Promise.race([this.#tunnel.end(reason), delay(10_000)]);
     await this.stop(reason);
+  }
+
+  async #interrupt(): Promise<void> {
+    try {
+      const interrupted = await this.#o.runner.interruptAgent(this.#o.sessionId);
+      this.#log.info({ interrupted }, "interrupt asked");
+    } catch (err) {
+      this.#log.warn({ err: (err as Error).message }, "interrupt failed");
+    }
+  }
+
+  #unregisterModel(): void {
+    if (this.#o.models) this.#o.models.proxy.unregister(this.#o.models.token);
   }
 
   #stored(seq: number): void {
@@ -197,6 +229,7 @@ export class SessionRuntime {
     await new Promise((resolve) => setImmediate(resolve));
     this.#tunnel.close();
     this.#calls.clear();
+    this.#unregisterModel();
     this.#o.runner.forget(this.#o.sessionId);
     this.#o.onClosed(this.#o.sessionId);
   }

@@ -12,13 +12,16 @@ import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { CANCELLED } from "../../../protocol/rpc/messages.js";
 import {
+  DroidInterruptParamsSchema,
   DroidMessageParamsSchema,
   SessionEventsResultSchema,
   SessionHelloResultSchema,
+  type SessionUsageParams,
   TUNNEL_PROTOCOL_VERSION,
   TunnelCallerToolsConfigSchema,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
+import type { UsageTotals } from "../../../protocol/usage.js";
 import type { TunnelTiming } from "./reconnecting-socket.js";
 import { toWs } from "./reconnecting-socket.js";
 import { TunnelLink } from "./tunnel-link.js";
@@ -37,6 +40,10 @@ export interface SessionTunnelOptions {
   onEventsStored(seq: number): void;
   /** The Worker no longer runs this session here (unknown, ended, or placed on another host). */
   onGone(reason: string): void;
+  /** The caller asked to interrupt the droid's turn in flight. */
+  onInterrupt(): void;
+  /** The usage the session object stored, learnt at every hello (the meter goes on from it). */
+  onStoredUsage(usage: UsageTotals): void;
 }
 
 interface Call {
@@ -58,6 +65,8 @@ const HELLO_TIMEOUT_MS = 15_000;
  */
 export class SessionTunnel {
   readonly #o: SessionTunnelOptions;
+  /** The latest usage report, re-sent after every reconnect (totals: repeating one is harmless). */
+  #usage: SessionUsageParams | null = null;
   readonly #link: TunnelLink;
   readonly #calls = new Map<string, Call>();
   readonly #cancels = new Map<string, string>();
@@ -177,10 +186,17 @@ export class SessionTunnel {
     this.#ready = null;
   }
 
+  /** Reports the session's model usage (totals; the latest is re-sent after a reconnect). */
+  reportUsage(usage: SessionUsageParams): void {
+    this.#usage = usage;
+    this.#ready?.notify(TunnelMethod.sessionUsage, usage);
+  }
+
   #serve(peer: RpcPeer): void {
     peer.onNotification(TunnelMethod.callerToolsConfig, TunnelCallerToolsConfigSchema, (config) =>
       this.#o.onConfig(config),
     );
+    peer.onNotification(TunnelMethod.droidInterrupt, DroidInterruptParamsSchema, () => this.#o.onInterrupt());
     peer.handle(TunnelMethod.droidMessage, DroidMessageParamsSchema, async (params, ctx) => {
       await this.#o.onDroidMessage(params.seq, params.text, ctx.signal);
       return {};
@@ -216,6 +232,8 @@ export class SessionTunnel {
     this.#ready = peer;
     this.#stored(hello.data.stored_event_seq);
     this.#o.onConfig(hello.data.config);
+    if (hello.data.usage) this.#o.onStoredUsage(hello.data.usage);
+    if (this.#usage) peer.notify(TunnelMethod.sessionUsage, this.#usage);
     this.#sendCancels(peer);
     for (const [callId, call] of this.#calls) this.#request(peer, callId, call);
     if (this.#ending) void this.#sendEnd(peer);

@@ -56,6 +56,7 @@ export async function spawn(options: SpawnOptions = {}) {
     project: { limits: {}, workspace_isolation: false },
     workspace: { initGit: false, remoteUrl: null },
     via: options.via ?? null,
+    agent: { runtime: "scripted" },
     idleTimeoutMs: options.idleTimeoutMs ?? 0,
     maxLifetimeMs: options.maxLifetimeMs ?? 0,
   });
@@ -72,7 +73,7 @@ const SubscriberMessageSchema = z.union([
     ok: z.boolean(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
   }),
-  z.object({ type: z.literal("error"), error: z.object({ code: z.string(), message: z.string() }) }),
+  z.object({ type: z.literal("frame_error"), error: z.object({ code: z.string(), message: z.string() }) }),
 ]);
 export type SubscriberMessage = z.infer<typeof SubscriberMessageSchema>;
 

@@ -1,10 +1,12 @@
 import { z } from "zod";
+import { AGENT_TITLES, type AgentRuntime, AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
 import {
   DEFAULT_WORKSPACE_ID,
   ProjectIdSchema as ProjectIdFormat,
   WorkspaceIdSchema as WorkspaceIdFormat,
 } from "../../../protocol/ids.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
+import type { SessionSpec } from "../../../protocol/tunnel.js";
 import { RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
 
 /**
@@ -23,16 +25,9 @@ export const CONTAINER_TYPES = {
 } as const;
 export const ContainerTypeSchema = z.enum(Object.keys(CONTAINER_TYPES) as [keyof typeof CONTAINER_TYPES]);
 
-/** Agents a project may name as its default (see AGENT-RUNTIMES); `scripted` is the test droid. */
-export const AGENTS = {
-  scripted: "The scripted test droid (no model).",
-  "claude-code": "Claude Code",
-  droid: "Factory Droid",
-  opencode: "OpenCode",
-  codex: "Codex",
-  gemini: "Gemini CLI",
-} as const;
-export const AgentNameSchema = z.enum(Object.keys(AGENTS) as [keyof typeof AGENTS]);
+/** Agents a project may name as its default (the runtime catalogue); `scripted` is the test droid. */
+export const AGENTS = AGENT_TITLES;
+export const AgentNameSchema = AgentRuntimeSchema;
 
 const IMAGE_REF = /^[a-z0-9][a-z0-9._/-]{0,200}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$/;
 /** Names that would carry secrets: project env is for non-secret settings only. */
@@ -161,9 +156,25 @@ export function configProblem(config: ProjectConfig): string | null {
 export function projectSpec(config: ProjectConfig): ProjectSpec {
   return {
     ...(config.image ? { image: config.image } : {}),
+    agent: config.default_agent,
     env: config.env,
     limits: { memory_mb: config.limits.memory_mb, cpus: config.limits.cpus, pids: config.limits.pids },
     workspace_isolation: config.workspace_isolation,
+  };
+}
+
+/** Which agent a session runs: the spawn's choice, else the project's defaults; the budget is the project's. */
+export function sessionAgent(
+  config: ProjectConfig,
+  chosen: { agent?: AgentRuntime | undefined; model?: string | undefined },
+): NonNullable<SessionSpec["agent"]> {
+  const model = chosen.model ?? config.default_model;
+  const budget = config.limits.max_cost_usd;
+  return {
+    runtime: chosen.agent ?? config.default_agent,
+    ...(model !== null ? { model } : {}),
+    // A zero budget allows nothing: the proxy refuses at a cost of 0 >= 0.
+    ...(budget !== null ? { max_cost_usd: budget } : {}),
   };
 }
 

@@ -22,9 +22,12 @@ import {
   SessionEndParamsSchema,
   SessionEventsParamsSchema,
   SessionHelloParamsSchema,
+  type SessionUsageParams,
+  SessionUsageParamsSchema,
   TunnelCallerToolParamsSchema,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
+import type { UsageTotals } from "../../../protocol/usage.js";
 import { principalOf } from "../auth/principal-header.js";
 import type { Log } from "../log.js";
 import { DEFERRED, MethodTable } from "../rpc/method-table.js";
@@ -62,6 +65,10 @@ export interface HostTunnelHandlers {
   /** The host says the session is over there. */
   end(reason: string): Promise<void>;
   messageDelivered(seq: number): void;
+  /** The host's model proxy reports the session's usage (totals). */
+  usage(report: SessionUsageParams): void;
+  /** The usage stored so far (a restarted host goes on from it). */
+  storedUsage(): UsageTotals | null;
   log: Log;
 }
 
@@ -125,6 +132,13 @@ export class HostTunnel {
     this.#send(encodeNotification(TunnelMethod.callerToolsConfig, config));
   }
 
+  /** Asks the host to interrupt the droid's turn; false when no host tunnel is open to carry it. */
+  sendInterrupt(): boolean {
+    const open = this.#state.getWebSockets("host").some((ws) => attachment(ws)?.ready);
+    if (open) this.#send(encodeNotification(TunnelMethod.droidInterrupt, {}));
+    return open;
+  }
+
   sendMessage(seq: number, text: string): void {
     this.#send(encodeRequest(droidMessageId(seq), TunnelMethod.droidMessage, { seq, text }));
   }
@@ -164,7 +178,13 @@ export class HostTunnel {
         return;
       }
       case "notification": {
-        if (!ready || frame.method !== CANCELLED) return;
+        if (!ready) return;
+        if (frame.method === TunnelMethod.sessionUsage) {
+          const usage = SessionUsageParamsSchema.safeParse(frame.params);
+          if (usage.success) this.#h.usage(usage.data);
+          return;
+        }
+        if (frame.method !== CANCELLED) return;
         const params = CancelledParamsSchema.safeParse(frame.params);
         if (params.success)
           this.#h.cancel(String(params.data.requestId), params.data.reason ?? "the droid cancelled the call");
@@ -257,6 +277,7 @@ export class HostTunnel {
     return {
       session_id: this.#h.sessionId(),
       stored_event_seq: this.#h.storedEventSeq(),
+      ...(this.#h.storedUsage() ? { usage: this.#h.storedUsage() } : {}),
       config: this.#h.config(),
     };
   }

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
+import type { SessionUsageParams } from "../../../protocol/tunnel.js";
 import { project, requireAccess } from "../auth/access.js";
 import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
@@ -96,6 +97,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       events: (events) => this.#agentEvents(events),
       end: (reason) => this.#finish("ended", reason),
       messageDelivered: (seq) => this.#store.ackMessages(seq),
+      usage: (report) => this.#usage(report),
+      storedUsage: () => this.#record?.usage ?? null,
       log: this.#log,
     });
     this.#calls = new CallerCalls({
@@ -136,6 +139,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       hostId: null,
       runtime: null,
       image: input.image,
+      agent: input.agent,
+      usage: null,
       createdAt: new Date().toISOString(),
       endedAt: null,
       lastMessageSeq: 0,
@@ -171,7 +176,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       workspaceId: input.workspaceId,
       workspace: input.workspace,
       project: input.project,
-      spec: {},
+      spec: { agent: input.agent },
     });
     if (!started.ok) return this.#failStart(started);
     // The lifetime rules run from here on.
@@ -277,6 +282,19 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   /** Ends the session for the system (its project was deleted, say); no principal to check. */
+  /** Interrupts the droid's turn in flight; the session stays (writers of the project may). */
+  async interrupt(
+    principal: CallerPrincipal,
+  ): Promise<Result<{ session: SessionInfo; interrupt_sent: boolean }>> {
+    return capture(() => {
+      const record = this.#requireWriter(principal, "interrupt");
+      if (!isLive(record.status)) throw new SessionEndedError(record);
+      const sent = this.#tunnel.sendInterrupt();
+      this.#log.info("interrupt asked", { token: principal.tokenId, sent });
+      return { session: this.#info(), interrupt_sent: sent };
+    });
+  }
+
   async terminate(reason: string): Promise<void> {
     if (!this.#record || !isLive(this.#record.status)) return;
     await this.#finish("ended", reason);
@@ -373,6 +391,23 @@ export class SessionDurableObject extends DurableObject<Env> {
     return objects.hostRegistry(this.env);
   }
 
+  /**
+   * A usage report of the host's model proxy (totals: an older or repeated one changes nothing).
+   * Each new total becomes a `usage` event; a refused model request (the budget is spent) says why.
+   */
+  #usage(report: SessionUsageParams): void {
+    const record = this.#requireRecord();
+    const { refused, ...totals } = report;
+    const known = record.usage;
+    const newer = !known || totals.requests > known.requests || totals.cost_usd > known.cost_usd;
+    if (newer) {
+      record.usage = totals;
+      this.#save();
+      this.#events.emit({ type: "usage", ...totals });
+    }
+    if (refused !== undefined) this.#events.emit({ type: "error", message: refused });
+  }
+
   /** Agent events from the runner (via the host), idempotent by seq; returns the highest seq stored. */
   #agentEvents(events: AgentEvent[]): number {
     const record = this.#requireRecord();
@@ -382,7 +417,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       record.storedHostEventSeq = seq;
       this.#lifetime.touch(Date.now());
       this.#events.emit(event);
-      if (event.type === "turn_completed") {
+      if (event.type === "completion") {
         record.completedTurnSeq = Math.max(
           record.completedTurnSeq,
           event.message_seq ?? record.lastMessageSeq,
@@ -527,6 +562,10 @@ export class SessionDurableObject extends DurableObject<Env> {
       status: r.status,
       host_id: r.hostId,
       runtime: r.runtime,
+      agent: r.agent?.runtime ?? "scripted",
+      model: r.agent?.model ?? null,
+      usage: r.usage ?? null,
+      max_cost_usd: r.agent?.max_cost_usd ?? null,
       caller_id: r.callerId,
       caller_tools: r.callerTools.map((t) => t.name),
       caller_timeout_ms: r.callerTimeoutMs,

@@ -1,4 +1,6 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
+import type { UsageTotals } from "../../../protocol/usage.js";
+import type { SessionAgentSpec } from "./types.js";
 
 /** `lost`: its host was gone past the grace period, or came back without it. */
 export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ended" | "lost";
@@ -16,6 +18,10 @@ export interface SessionRecord {
   hostId: string | null;
   runtime: string | null;
   image: string | null;
+  /** The agent the session runs (absent in records older than agent runtimes: the scripted droid). */
+  agent?: SessionAgentSpec;
+  /** Model usage as the host's proxy metered it (null until the first report). */
+  usage?: UsageTotals | null;
   createdAt: string;
   endedAt: string | null;
   /** Seq of the last message queued for the droid. */
@@ -27,7 +33,7 @@ export interface SessionRecord {
   maxLifetimeMs: number;
   /** Last message, droid event or caller tool call (epoch ms): the idle clock. */
   lastActivityAt: number | null;
-  /** Highest message seq whose turn the droid finished (`turn_completed`). */
+  /** Highest message seq whose turn the droid finished (a `completion` event). */
   completedTurnSeq: number;
   /** When the owner's last plain SSE/WebSocket subscriber went away (epoch ms), for the grace period. */
   plainDroppedAt: number | null;
@@ -41,6 +47,12 @@ export interface SessionInfo {
   status: SessionStatus;
   host_id: string | null;
   runtime: string | null;
+  /** The agent runtime (scripted, claude, droid, …) and its model. */
+  agent: string;
+  model: string | null;
+  /** Model usage so far (tokens, estimated cost); null before the first model response. */
+  usage: UsageTotals | null;
+  max_cost_usd: number | null;
   caller_id: string | null;
   caller_tools: string[];
   caller_timeout_ms: number;

@@ -122,21 +122,21 @@ export class SubscriberSockets {
     };
     if (typeof raw !== "string" || exceedsUtf8Bytes(raw, Limits.frameBytes)) {
       reply({
-        type: "error",
+        type: "frame_error",
         error: { code: "too_large", message: `frames are JSON text of at most ${Limits.frameBytes} bytes` },
       });
       return;
     }
     const json = parseJson(raw);
     if (!json.ok) {
-      reply({ type: "error", error: { code: "bad_frame", message: `invalid JSON: ${json.error}` } });
+      reply({ type: "frame_error", error: { code: "bad_frame", message: `invalid JSON: ${json.error}` } });
       return;
     }
     const parsed = SubscriberFrameSchema.safeParse(json.value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       reply({
-        type: "error",
+        type: "frame_error",
         error: { code: "bad_frame", message: `${issue?.path.join(".")} ${issue?.message}` },
       });
       return;

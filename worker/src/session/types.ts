@@ -1,7 +1,10 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonValue } from "../../../protocol/json.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
+import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
+
+export type SessionAgentSpec = NonNullable<SessionSpec["agent"]>;
 
 /** The MCP session a call came through; the owner's MCP sessions get the session's events. */
 export interface Via {
@@ -27,6 +30,8 @@ export interface CreateSessionInput {
   /** How the project's host makes its container, and how this session's workspace begins there. */
   project: ProjectSpec;
   workspace: { initGit: boolean; remoteUrl: string | null };
+  /** The agent to run, its model and the session's model budget (the project's max_cost_usd). */
+  agent: SessionAgentSpec;
   /** From the project's limits; 0 turns a rule off. */
   idleTimeoutMs: number;
   maxLifetimeMs: number;

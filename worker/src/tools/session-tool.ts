@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type AgentRuntime, AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
 import { CallerIdSchema, CallerToolListSchema } from "../../../protocol/caller-tools.js";
 import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
 import { checkSize, type SizedKind } from "../../../protocol/limits.js";
@@ -9,6 +10,7 @@ import { objects } from "../objects/keys.js";
 import {
   ProjectIdSchema,
   projectSpec,
+  sessionAgent,
   WorkspaceIdSchema,
   workspaceSetup,
 } from "../projects/project-config.js";
@@ -103,6 +105,15 @@ const spawnFields = {
     .boolean()
     .default(false)
     .describe("Start a new session even if one runs in the workspace (default: resume that one)."),
+  agent: AgentRuntimeSchema.optional().describe(
+    `Agent runtime (default: the project's default_agent): ${AgentRuntimeSchema.options.join(", ")}.`,
+  ),
+  model: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe("Model for the agent (default: the project's default_model)."),
   external_id: z.string().max(256).optional().describe("Your own id for this session (shown in listings)."),
   source: z.string().max(64).optional().describe("What started it (e.g. a scheduler or app name)."),
 };
@@ -114,6 +125,8 @@ interface SpawnArgs extends CallerFields {
   new_session: boolean;
   external_id?: string | undefined;
   source?: string | undefined;
+  agent?: AgentRuntime | undefined;
+  model?: string | undefined;
   prompt?: string | undefined;
   caller_timeout_seconds?: number | undefined;
 }
@@ -177,6 +190,7 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
     workspace: workspaceSetup(plan.config, plan.workspaceId),
+    agent: sessionAgent(plan.config, args),
     via: ctx.mcp?.via ?? null,
     idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
     maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
@@ -257,6 +271,20 @@ export const sessionTool = defineActionTool({
           via: ctx.mcp?.via ?? null,
         });
         return settled(ctx, sessionId, result);
+      },
+    }),
+    interrupt: action({
+      description:
+        "Interrupt the droid's turn in flight (the session and its workspace stay; send a message to go on). " +
+        "A completion event with stop_reason interrupted follows.",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: { session_id: EXAMPLE_SESSION },
+      input: z.object({ session_id: SessionIdSchema }),
+      async handler(args, ctx) {
+        const result = await sessionStub(ctx, args.session_id).interrupt(ctx.principal);
+        return settled(ctx, args.session_id, result);
       },
     }),
     get: action({

@@ -1,0 +1,80 @@
+/**
+ * An agent adapter: everything the runner needs to know about one agent CLI, behind one small
+ * interface. A driver is made per agent process (some protocols carry ids from the handshake,
+ * such as a thread or session id, into every later message) and is pure: it turns intents into
+ * the lines to write to the agent's stdin and the agent's stdout lines into common events. The
+ * runner owns the process, the pipes, the files and the order of writes.
+ */
+import type { AgentEventBody } from "../../../protocol/agent-events.js";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+
+/** The container-client as the agent's MCP server (stdio), named `oubliette` in the agent's config. */
+export interface McpServerSpec {
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** What a driver may use to build its launch. */
+export interface DriverContext {
+  runtime: AgentRuntime;
+  sessionId: string;
+  /** The working directory (the session's workspace). */
+  cwd: string;
+  /** The agent's own home: a fresh directory per session, for the CLI's config and state. */
+  home: string;
+  /** The model to use (the spawn's, else the project's, else the runtime's default). */
+  model: string;
+  /** The model forwarder in the container: `http://127.0.0.1:<port>` (no path). */
+  modelBaseUrl: string;
+  /** The credential the agent presents to the model forwarder: a per-session placeholder, never a provider key. */
+  modelToken: string;
+  /** The CLI's argv prefix (from the runtime catalogue, or the image's command for the scripted agent). */
+  command: readonly string[];
+  mcpServer: McpServerSpec;
+}
+
+/** A file the runner writes (as the agent's user, mode 0600) before it starts the agent. */
+export interface LaunchFile {
+  /** Absolute path; its directory is created too. */
+  path: string;
+  content: string;
+}
+
+export interface AgentLaunch {
+  argv: string[];
+  /** Added to the agent's environment (over the runner's). */
+  env: Record<string, string>;
+  files: LaunchFile[];
+}
+
+/** What one stdout line means: events for the session, and lines to write back to the agent. */
+export interface DriverOutput {
+  events: AgentEventBody[];
+  write: string[];
+}
+
+export interface AgentDriver {
+  launch(): AgentLaunch;
+  /** Lines to write as soon as the process runs (the protocol's handshake, if any). */
+  start(): string[];
+  /**
+   * Lines that send droid message `seq` as a new user turn. A driver whose handshake is still
+   * going keeps the message and returns its lines from `read` once the agent is ready.
+   */
+  send(seq: number, text: string): string[];
+  /** Lines that interrupt the turn in flight (none when no turn is in flight). */
+  interrupt(): string[];
+  /** One line the agent printed on stdout. */
+  read(line: string): DriverOutput;
+}
+
+export type DriverFactory = (context: DriverContext) => AgentDriver;
+
+/** Nothing to do for a line. */
+export const NOTHING: DriverOutput = Object.freeze({ events: [], write: [] }) as DriverOutput;
+
+export function output(events: AgentEventBody[], write: string[] = []): DriverOutput {
+  return { events, write };
+}

@@ -1,0 +1,118 @@
+/**
+ * Turns an `agent_start` into what the slot runs: the runtime's adapter (driver), its launch
+ * (argv, environment, config files) and the agent's home. The scripted test droid keeps the
+ * image's command and the runner's environment; a CLI runtime gets its catalogue command, a home
+ * of its own, the model forwarder's URL and its session's placeholder model credential.
+ */
+import { existsSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { type AgentRuntime, CLI_RUNTIMES } from "../../../protocol/agent-runtimes.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import { AgentEnv, type AgentLaunchSpec } from "../../../protocol/socket.js";
+import type { AgentDriver, AgentLaunch } from "../agents/driver.js";
+import { DRIVERS } from "../agents/registry.js";
+
+export interface LaunchSettings {
+  /** The scripted agent's command (the image's OUBLIETTE_AGENT_COMMAND). */
+  scriptedCommand: string[];
+  /** How to run the container-client as an MCP server (this very program, in its default mode). */
+  mcpCommand: { command: string; args: string[] };
+  socketPath: string;
+  /** The model forwarder's base URL; null when it could not start (CLI runtimes then refuse to start). */
+  modelBaseUrl: string | null;
+  /** Where agents' homes are made, one directory per session. */
+  homeRoot: string;
+}
+
+export interface PreparedLaunch {
+  runtime: AgentRuntime;
+  driver: AgentDriver;
+  launch: AgentLaunch;
+  /** The agent's home to create first (CLI runtimes). */
+  home?: string;
+  modelToken?: string;
+}
+
+export interface LaunchRequest {
+  sessionId: string;
+  sessionToken: string;
+  cwd: string;
+  agent: AgentLaunchSpec;
+}
+
+export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest): PreparedLaunch {
+  const { runtime } = request.agent;
+  const factory = DRIVERS[runtime];
+  if (factory === undefined) {
+    throw new RpcError(
+      RpcErrorCode.InvalidParams,
+      `this container has no adapter for the ${runtime} runtime`,
+      {
+        reason: "unsupported",
+      },
+    );
+  }
+  const mcpServer = {
+    name: "oubliette",
+    command: settings.mcpCommand.command,
+    args: settings.mcpCommand.args,
+    env: {
+      [AgentEnv.socketPath]: settings.socketPath,
+      [AgentEnv.sessionId]: request.sessionId,
+      [AgentEnv.sessionToken]: request.sessionToken,
+    },
+  };
+  if (runtime === "scripted") {
+    const driver = factory({
+      runtime,
+      sessionId: request.sessionId,
+      cwd: request.cwd,
+      home: request.cwd,
+      model: request.agent.model ?? "scripted",
+      modelBaseUrl: settings.modelBaseUrl ?? "",
+      modelToken: request.agent.model_token ?? "",
+      command: settings.scriptedCommand,
+      mcpServer,
+    });
+    return { runtime, driver, launch: driver.launch() };
+  }
+  const cli = CLI_RUNTIMES[runtime];
+  const missing = cli.command.find((part) => isAbsolute(part) && !existsSync(part));
+  if (missing !== undefined) {
+    throw new RpcError(
+      RpcErrorCode.ServerError,
+      `this container has no ${runtime} CLI (${missing} is missing): run the project in the ${runtime} image ` +
+        "(set its default_agent, or an image built for that runtime)",
+      { reason: "unsupported" },
+    );
+  }
+  if (settings.modelBaseUrl === null) {
+    throw new RpcError(
+      RpcErrorCode.ServerError,
+      "the model forwarder is not running; no model can be reached",
+      {
+        reason: "runtime_error",
+      },
+    );
+  }
+  const modelToken = request.agent.model_token;
+  if (modelToken === undefined) {
+    throw new RpcError(RpcErrorCode.InvalidParams, `a ${runtime} agent needs a model credential`, {
+      reason: "invalid",
+    });
+  }
+  const home = join(settings.homeRoot, request.sessionId);
+  const driver = factory({
+    runtime,
+    sessionId: request.sessionId,
+    cwd: request.cwd,
+    home,
+    model: request.agent.model ?? cli.defaultModel,
+    modelBaseUrl: settings.modelBaseUrl,
+    modelToken,
+    command: cli.command,
+    mcpServer,
+  });
+  const launch = driver.launch();
+  return { runtime, driver, launch: { ...launch, env: { ...launch.env, HOME: home } }, home, modelToken };
+}

@@ -1,0 +1,66 @@
+/**
+ * The model forwarder: the container has no network, so an agent's model API is a loopback port
+ * inside it, piped byte for byte to the model socket the host-agent serves in the socket directory.
+ * The host-agent's proxy adds the provider key and forwards to the allowlisted upstream; nothing
+ * here reads or changes the traffic. It starts before any agent (CLIs call their model early).
+ */
+import { connect, createServer, type Server, type Socket } from "node:net";
+import type { Logger } from "../../../lib/log.js";
+
+/** Most connections at once; more are refused (an agent opens a handful). */
+const MAX_CONNECTIONS = 256;
+
+export class ModelForwarder {
+  readonly #server: Server;
+  readonly #log: Logger;
+  #port = 0;
+
+  private constructor(server: Server, log: Logger) {
+    this.#server = server;
+    this.#log = log;
+  }
+
+  /** Listens on 127.0.0.1 (a free port) and pipes each connection to `socketPath`. */
+  static async start(socketPath: string, log: Logger): Promise<ModelForwarder> {
+    const server = createServer({ noDelay: true });
+    server.maxConnections = MAX_CONNECTIONS;
+    const forwarder = new ModelForwarder(server, log);
+    server.on("connection", (client) => forwarder.#pipe(client, socketPath));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = server.address();
+    forwarder.#port = typeof address === "object" && address !== null ? address.port : 0;
+    log.info({ port: forwarder.#port, socket: socketPath }, "model forwarder listening");
+    return forwarder;
+  }
+
+  /** The base URL agents use for their model API. */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.#port}`;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #pipe(client: Socket, socketPath: string): void {
+    const upstream = connect(socketPath);
+    const end = (err?: Error) => {
+      if (err) this.#log.debug({ err: err.message }, "model connection ended");
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end);
+    upstream.on("error", end);
+    // The agent gave up on the request: so does the proxy. (An upstream end reaches the client
+    // through pipe(), after what was written before it.)
+    client.on("close", () => upstream.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+}
