@@ -8,10 +8,10 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
+import { agentImageRef } from "../../../protocol/agent-runtimes.js";
 import { failureToRpcError } from "../../../protocol/caller-tools.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
-import { agentImageRef } from "../../../protocol/agent-runtimes.js";
 import { AgentEnv, MODEL_SOCKET_NAME } from "../../../protocol/socket.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type {

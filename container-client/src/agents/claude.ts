@@ -1,0 +1,186 @@
+/**
+ * Claude Code (`claude -p` with stream-json in and out), as verified in AGENT-RUNTIMES.md:
+ * a user turn is `{"type":"user","message":{…}}` on stdin, the turn ends with a `result` line,
+ * an interrupt is a `control_request` of subtype `interrupt`. Its MCP servers come from a config
+ * file (the container-client as `oubliette`, tools named `mcp__oubliette__<tool>`); tool search is
+ * off so MCP tools are offered directly; the only traffic is the model's (through the forwarder,
+ * with the session's placeholder as the key). Permission prompts are skipped by the flag; a
+ * `can_use_tool` request that still comes is allowed (the session is unattended).
+ */
+import type { AgentEventBody } from "../../../protocol/agent-events.js";
+import type { AgentDriver, DriverContext, DriverOutput } from "./driver.js";
+import { contentText, json, jsonObject, list, record, text } from "./json-line.js";
+import { Turns } from "./turns.js";
+
+export function claudeDriver(context: DriverContext): AgentDriver {
+  const turns = new Turns();
+  let interrupts = 0;
+  let interrupting = false;
+  const mcpConfig = `${context.home}/.oubliette/mcp.json`;
+  return {
+    launch: () => ({
+      argv: [
+        ...context.command,
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--mcp-config",
+        mcpConfig,
+        "--strict-mcp-config",
+        "--dangerously-skip-permissions",
+        "--model",
+        context.model,
+      ],
+      env: {
+        ANTHROPIC_BASE_URL: context.modelBaseUrl,
+        ANTHROPIC_API_KEY: context.modelToken,
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_AUTOUPDATER: "1",
+        ENABLE_TOOL_SEARCH: "false",
+      },
+      files: [
+        {
+          path: mcpConfig,
+          content: JSON.stringify({
+            mcpServers: {
+              [context.mcpServer.name]: {
+                command: context.mcpServer.command,
+                args: context.mcpServer.args,
+                env: context.mcpServer.env,
+              },
+            },
+          }),
+        },
+      ],
+    }),
+    start: () => [],
+    send(seq, message) {
+      turns.begin(seq);
+      return [JSON.stringify({ type: "user", message: { role: "user", content: message } })];
+    },
+    interrupt() {
+      if (!turns.inFlight) return [];
+      interrupting = true;
+      interrupts += 1;
+      return [
+        JSON.stringify({
+          type: "control_request",
+          request_id: `oub-interrupt-${interrupts}`,
+          request: { subtype: "interrupt" },
+        }),
+      ];
+    },
+    read(line) {
+      const o = jsonObject(line);
+      if (!o) return { events: [{ type: "droid_output", text: line }], write: [] };
+      const out = readClaudeLine(o, turns, interrupting);
+      if (o.type === "result") interrupting = false;
+      return out;
+    },
+  };
+}
+
+function readClaudeLine(o: Record<string, unknown>, turns: Turns, interrupting: boolean): DriverOutput {
+  switch (o.type) {
+    case "stream_event": {
+      const event = record(o.event);
+      const delta = record(event?.delta);
+      if (
+        event?.type === "content_block_delta" &&
+        delta?.type === "text_delta" &&
+        typeof delta.text === "string"
+      )
+        return { events: [{ type: "delta", text: delta.text }], write: [] };
+      return { events: [], write: [] };
+    }
+    case "assistant": {
+      const events: AgentEventBody[] = [];
+      for (const block of list(record(o.message)?.content)) {
+        const b = record(block);
+        if (b?.type === "text" && typeof b.text === "string" && b.text !== "")
+          events.push({ type: "message", text: b.text });
+        else if (b?.type === "tool_use")
+          events.push({
+            type: "tool_call",
+            call_id: text(b.id) ?? "",
+            name: text(b.name) ?? "",
+            input: json(b.input),
+          });
+      }
+      return { events, write: [] };
+    }
+    case "user": {
+      const events: AgentEventBody[] = [];
+      for (const block of list(record(o.message)?.content)) {
+        const b = record(block);
+        if (b?.type === "tool_result")
+          events.push({
+            type: "tool_result",
+            call_id: text(b.tool_use_id) ?? "",
+            output: contentText(b.content),
+            ...(b.is_error === true ? { is_error: true } : {}),
+          });
+      }
+      return { events, write: [] };
+    }
+    case "result": {
+      const subtype = text(o.subtype) ?? "";
+      const stop =
+        subtype === "success"
+          ? "end_turn"
+          : interrupting
+            ? "interrupted"
+            : subtype === "error_max_turns"
+              ? "max_turns"
+              : "error";
+      const events: AgentEventBody[] = [turns.end(stop, text(o.result))];
+      if (stop === "error")
+        events.unshift({ type: "error", message: `the turn failed (${subtype || "unknown"})` });
+      return { events, write: [] };
+    }
+    case "system": {
+      if (o.subtype !== "init") return { events: [], write: [] };
+      return {
+        events: [
+          {
+            type: "system",
+            subtype: "init",
+            message: `Claude Code ${text(o.claude_code_version) ?? ""} started with model ${text(o.model) ?? "?"}`,
+            data: { model: json(o.model), mcp_servers: json(o.mcp_servers) },
+          },
+        ],
+        write: [],
+      };
+    }
+    case "control_request": {
+      // An unattended session allows what the agent asks to do (its container is its boundary).
+      const request = record(o.request);
+      if (request?.subtype !== "can_use_tool") return { events: [], write: [] };
+      return {
+        events: [
+          {
+            type: "system",
+            subtype: "permission_granted",
+            message: `allowed ${text(request.tool_name) ?? "a tool"}`,
+          },
+        ],
+        write: [
+          JSON.stringify({
+            type: "control_response",
+            response: {
+              subtype: "success",
+              request_id: o.request_id,
+              response: { behavior: "allow", updatedInput: request.input ?? {} },
+            },
+          }),
+        ],
+      };
+    }
+    default:
+      return { events: [], write: [] };
+  }
+}

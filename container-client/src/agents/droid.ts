@@ -1,0 +1,196 @@
+/**
+ * Factory Droid (`droid exec` speaking stream-jsonrpc), as verified in AGENT-RUNTIMES.md: JSON-RPC
+ * lines tagged `"factoryApiVersion":"1.0.0"`. The handshake is `droid.initialize_session` (cwd,
+ * the custom model, autonomy high, the container-client as MCP server `oubliette`, whose tools the
+ * model sees as `oubliette___<tool>`); a user turn is `droid.add_user_message`; an interrupt is
+ * `droid.interrupt_session`; a turn ends with the `agent_turn_completed` notification. The model is
+ * a custom model in `~/.factory/settings.json` pointing at the forwarder, its key read from an
+ * environment variable holding the session's placeholder. Air-gapped mode stops all other traffic.
+ */
+import type { AgentEventBody } from "../../../protocol/agent-events.js";
+import type { AgentDriver, DriverContext } from "./driver.js";
+import { contentText, json, jsonObject, list, record, text } from "./json-line.js";
+import { Turns } from "./turns.js";
+
+const API_VERSION = "1.0.0";
+/** The environment variable the custom model's key is read from. */
+const KEY_ENV = "OUBLIETTE_MODEL_KEY";
+const INIT_ID = "oub-init";
+
+export function droidDriver(context: DriverContext): AgentDriver {
+  const turns = new Turns();
+  let ready = false;
+  let nextId = 0;
+  /** Messages sent before the session was initialised. */
+  const early: { seq: number; text: string }[] = [];
+  const request = (method: string, params: unknown, id = `oub-${++nextId}`) =>
+    JSON.stringify({ jsonrpc: "2.0", factoryApiVersion: API_VERSION, type: "request", id, method, params });
+  const userMessage = (seq: number, message: string) => {
+    turns.begin(seq);
+    return request("droid.add_user_message", { text: message });
+  };
+
+  return {
+    launch: () => ({
+      argv: [
+        ...context.command,
+        "exec",
+        "--input-format",
+        "stream-jsonrpc",
+        "--output-format",
+        "stream-jsonrpc",
+      ],
+      env: { [KEY_ENV]: context.modelToken, FACTORY_AIRGAP_ENABLED: "1" },
+      files: [
+        {
+          path: `${context.home}/.factory/settings.json`,
+          content: JSON.stringify({
+            customModels: [
+              {
+                model: context.model,
+                displayName: context.model,
+                baseUrl: context.modelBaseUrl,
+                apiKey: `\${${KEY_ENV}}`,
+                provider: "anthropic",
+                maxOutputTokens: 8192,
+              },
+            ],
+          }),
+        },
+      ],
+    }),
+    start: () => [
+      request(
+        "droid.initialize_session",
+        {
+          machineId: context.sessionId,
+          cwd: context.cwd,
+          modelId: `custom:${context.model}`,
+          autonomyLevel: "high",
+          mcpServers: [
+            {
+              name: context.mcpServer.name,
+              command: context.mcpServer.command,
+              args: context.mcpServer.args,
+              env: context.mcpServer.env,
+            },
+          ],
+        },
+        INIT_ID,
+      ),
+    ],
+    send(seq, message) {
+      if (!ready) {
+        early.push({ seq, text: message });
+        return [];
+      }
+      return [userMessage(seq, message)];
+    },
+    interrupt: () => (turns.inFlight ? [request("droid.interrupt_session", {})] : []),
+    read(line) {
+      const o = jsonObject(line);
+      if (!o) return { events: [{ type: "droid_output", text: line }], write: [] };
+      if (o.type === "response" && o.id === INIT_ID) {
+        if (o.error !== undefined) {
+          return {
+            events: [
+              {
+                type: "error",
+                message: `droid could not start its session: ${contentText(record(o.error)?.message ?? o.error)}`,
+              },
+            ],
+            write: [],
+          };
+        }
+        ready = true;
+        const session = record(o.result);
+        return {
+          events: [
+            {
+              type: "system",
+              subtype: "init",
+              message: `Factory Droid session started with model ${context.model}`,
+              data: { droid_session_id: json(session?.sessionId) },
+            },
+          ],
+          write: early.splice(0).map((m) => userMessage(m.seq, m.text)),
+        };
+      }
+      if (o.type === "response" && o.error !== undefined) {
+        return {
+          events: [{ type: "error", message: contentText(record(o.error)?.message ?? o.error) }],
+          write: [],
+        };
+      }
+      if (o.type === "request") {
+        // Nothing should ask at autonomy high; refuse anything else plainly rather than hang it.
+        return {
+          events: [
+            {
+              type: "system",
+              subtype: "unanswered_request",
+              message: `droid asked ${text(o.method) ?? "?"}`,
+            },
+          ],
+          write: [
+            JSON.stringify({
+              jsonrpc: "2.0",
+              factoryApiVersion: API_VERSION,
+              type: "response",
+              id: o.id,
+              error: { code: -32601, message: "not supported by this client" },
+            }),
+          ],
+        };
+      }
+      if (o.method !== "droid.session_notification") return { events: [], write: [] };
+      return { events: readNotification(record(record(o.params)?.notification), turns), write: [] };
+    },
+  };
+}
+
+function readNotification(n: Record<string, unknown> | null, turns: Turns): AgentEventBody[] {
+  switch (n?.type) {
+    case "assistant_text_delta":
+      return typeof n.textDelta === "string" ? [{ type: "delta", text: n.textDelta }] : [];
+    case "create_message": {
+      const message = record(n.message);
+      if (message?.role !== "assistant") return [];
+      const events: AgentEventBody[] = [];
+      for (const block of list(message.content)) {
+        const b = record(block);
+        if (b?.type === "text" && typeof b.text === "string" && b.text !== "")
+          events.push({ type: "message", text: b.text });
+        else if (b?.type === "tool_use")
+          events.push({
+            type: "tool_call",
+            call_id: text(b.id) ?? "",
+            name: text(b.name) ?? "",
+            input: json(b.input),
+          });
+      }
+      return events;
+    }
+    case "tool_result":
+      return [
+        {
+          type: "tool_result",
+          call_id: text(n.toolUseId) ?? "",
+          output: contentText(n.content),
+          ...(n.isError === true ? { is_error: true } : {}),
+        },
+      ];
+    case "agent_turn_completed": {
+      const reason = text(n.reason) ?? "";
+      const stop = reason === "completed" ? "end_turn" : reason === "cancelled" ? "interrupted" : "error";
+      const events: AgentEventBody[] = [turns.end(stop)];
+      if (stop === "error")
+        events.unshift({ type: "error", message: `the turn ended: ${reason || "unknown"}` });
+      return events;
+    }
+    case "error":
+      return [{ type: "error", message: text(n.message) ?? JSON.stringify(n) }];
+    default:
+      return [];
+  }
+}
