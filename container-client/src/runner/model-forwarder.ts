@@ -13,6 +13,7 @@ const MAX_CONNECTIONS = 256;
 export class ModelForwarder {
   readonly #server: Server;
   readonly #log: Logger;
+  readonly #open = new Set<Socket>();
   #port = 0;
 
   private constructor(server: Server, log: Logger) {
@@ -44,12 +45,17 @@ export class ModelForwarder {
     return `http://127.0.0.1:${this.#port}`;
   }
 
+  /** Stops listening and cuts the connections still open (an agent's idle keep-alive ones). */
   close(): Promise<void> {
-    return new Promise((resolve) => this.#server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const socket of this.#open) socket.destroy();
+    return closed;
   }
 
   #pipe(client: Socket, socketPath: string): void {
     const upstream = connect(socketPath);
+    this.#open.add(client);
+    client.once("close", () => this.#open.delete(client));
     const end = (err?: Error) => {
       if (err) this.#log.debug({ err: err.message }, "model connection ended");
       client.destroy();

@@ -87,25 +87,36 @@ export class ModelProxy {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A refused request's body is read (and dropped) first, so its sender sees the answer rather
+    // than a broken pipe; one that keeps sending past the cap is cut off.
+    const refuse = (status: number, message: string) => {
+      let bytes = 0;
+      req.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > MAX_REQUEST_BYTES) req.destroy();
+      });
+      req.once("end", () => answerError(res, status, message));
+      req.resume();
+    };
     const url = new URL(req.url ?? "/", "http://model.invalid");
     const path = url.pathname;
     const meter = this.#session(req, url);
-    if (!meter) return refuse(res, 401, "this request does not carry a session's model credential");
+    if (!meter) return refuse(401, "this request does not carry a session's model credential");
     const log = this.#log.child({ session: meter.sessionId });
     const provider = providerFor(path);
     if (provider === null || (req.method !== "POST" && !(req.method === "GET" && path === "/v1/models"))) {
       log.warn({ method: req.method, path }, "refused a model request outside the allowlist");
-      return refuse(res, 403, `Oubliette's model proxy does not allow ${req.method} ${path}`);
+      return refuse(403, `Oubliette's model proxy does not allow ${req.method} ${path}`);
     }
     const endpoint = this.#o.keys[provider];
     if (endpoint.apiKey === null) {
-      return refuse(res, 403, `this host has no ${provider} key; configure one on the host-agent`);
+      return refuse(403, `this host has no ${provider} key; configure one on the host-agent`);
     }
     const refusal = meter.refusal();
     if (refusal !== null) {
       log.info({ path }, "refused a model request: budget spent");
       meter.refused(refusal);
-      return refuse(res, 403, refusal);
+      return refuse(403, refusal);
     }
     // The placeholder rides in the query for Gemini's `?key=`; it never goes upstream.
     url.searchParams.delete("key");
@@ -176,7 +187,7 @@ export class ModelProxy {
     upstream.on("timeout", () => upstream.destroy(new Error("the model upstream went silent")));
     upstream.on("error", (err) => {
       f.log.warn({ path: f.path, err: err.message }, "model upstream failed");
-      if (!res.headersSent) refuse(res, 502, `the ${f.provider} upstream failed: ${err.message}`);
+      if (!res.headersSent) answerError(res, 502, `the ${f.provider} upstream failed: ${err.message}`);
       else res.destroy();
     });
     // The agent gave up (an interrupt, say): so does the upstream request.
@@ -188,7 +199,7 @@ export class ModelProxy {
       bytes += chunk.length;
       if (bytes > MAX_REQUEST_BYTES) {
         upstream.destroy();
-        refuse(res, 413, `a model request may be at most ${MAX_REQUEST_BYTES} bytes`);
+        answerError(res, 413, `a model request may be at most ${MAX_REQUEST_BYTES} bytes`);
         req.destroy();
       }
     });
@@ -197,7 +208,7 @@ export class ModelProxy {
 }
 
 /** An error in a shape every CLI shows: JSON with `error.message` (and `type`, as Anthropic's). */
-function refuse(res: ServerResponse, status: number, message: string): void {
+function answerError(res: ServerResponse, status: number, message: string): void {
   if (res.headersSent) return void res.destroy();
   const body = JSON.stringify({
     type: "error",
