@@ -18,6 +18,7 @@ import {
   SessionHelloResultSchema,
   SessionStartParamsSchema,
   SessionStopParamsSchema,
+  type SessionUsageParams,
   TUNNEL_PROTOCOL_VERSION,
   TunnelCallerToolsConfigSchema,
   type TunnelFailure,
@@ -263,6 +264,16 @@ export class SessionTunnel {
 
   barrier(): Promise<void> {
     return this.socket.barrier();
+  }
+
+  /** Reports the session's model usage, as the host's model proxy does. */
+  usage(report: SessionUsageParams): void {
+    this.socket.notify(TunnelMethod.sessionUsage, report);
+  }
+
+  /** The next `droid_interrupt` notification. */
+  async nextInterrupt(): Promise<void> {
+    await this.socket.nextNotification(TunnelMethod.droidInterrupt);
   }
 
   close(): void {

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import { SessionEventSchema } from "../../../protocol/events.js";
 import type { CallerPrincipal } from "../../../worker/src/auth/tokens.js";
-import type { CallerDeclaration, Via } from "../../../worker/src/session/types.js";
+import type { CallerDeclaration, SessionAgentSpec, Via } from "../../../worker/src/session/types.js";
 import { FakeHost, type FakeHostOptions, SessionTunnel, uniqueHostId } from "./fake-host.js";
 import { TypedSocket } from "./frame-socket.js";
 import { ADMIN, ADMIN_TOKEN } from "./tokens.js";
@@ -38,6 +38,7 @@ export interface SpawnOptions {
   projectId?: string;
   idleTimeoutMs?: number;
   maxLifetimeMs?: number;
+  agent?: SessionAgentSpec;
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -56,7 +57,7 @@ export async function spawn(options: SpawnOptions = {}) {
     project: { limits: {}, workspace_isolation: false },
     workspace: { initGit: false, remoteUrl: null },
     via: options.via ?? null,
-    agent: { runtime: "scripted" },
+    agent: options.agent ?? { runtime: "scripted" },
     idleTimeoutMs: options.idleTimeoutMs ?? 0,
     maxLifetimeMs: options.maxLifetimeMs ?? 0,
   });
