@@ -140,8 +140,9 @@ export const SessionHelloResultSchema = z.object({
   /** Highest agent event seq stored; the host-agent tells the runner, which drops them. */
   stored_event_seq: z.number().int().nonnegative(),
   config: CallerToolsConfigSchema,
-  /** The usage stored so far, so a restarted host-agent meters on from it. */
+  /** The usage stored so far and the session's budget, so a restarted host-agent meters on from them. */
   usage: UsageTotalsSchema.optional(),
+  max_cost_usd: z.number().nonnegative().optional(),
 });
 
 /**

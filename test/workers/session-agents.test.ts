@@ -102,13 +102,14 @@ describe("model usage", () => {
   });
 
   it("hands a reconnecting host the stored usage, so its meter goes on from there", async () => {
-    const s = await hostedSession({ agent: { runtime: "codex" } });
+    const s = await hostedSession({ agent: { runtime: "codex", max_cost_usd: 2 } });
     s.tunnel.usage({ requests: 3, input_tokens: 30, output_tokens: 3, cost_usd: 0.01 });
     await s.tunnel.barrier();
     s.tunnel.close();
     const again = await SessionTunnel.open(s.sessionId);
     const hello = await again.hello(s.host.hostId);
     expect(hello.usage).toEqual({ requests: 3, input_tokens: 30, output_tokens: 3, cost_usd: 0.01 });
+    expect(hello.max_cost_usd).toBe(2);
     again.close();
   });
 });

@@ -17,10 +17,12 @@ export class SessionMeter {
   readonly sessionId: string;
   readonly #o: SessionMeterOptions;
   #totals: UsageTotals = { ...ZERO_USAGE };
+  #budget: number | undefined;
 
   constructor(options: SessionMeterOptions) {
     this.sessionId = options.sessionId;
     this.#o = options;
+    this.#budget = options.budgetUsd;
   }
 
   get totals(): UsageTotals {
@@ -33,9 +35,14 @@ export class SessionMeter {
       this.#totals = { ...stored };
   }
 
+  /** The session object's budget (it outlives this process; a re-adopted session learns it at hello). */
+  setBudget(budgetUsd: number): void {
+    this.#budget = budgetUsd;
+  }
+
   /** Why the next request must be refused, or null. */
   refusal(): string | null {
-    const budget = this.#o.budgetUsd;
+    const budget = this.#budget;
     if (budget === undefined || this.#totals.cost_usd < budget) return null;
     return `this session's model budget is spent: $${this.#totals.cost_usd.toFixed(4)} of max_cost_usd $${budget} (project limit)`;
   }

@@ -85,7 +85,10 @@ export class SessionRuntime {
       onEventsStored: (seq) => this.#stored(seq),
       onGone: (reason) => void this.stop(reason),
       onInterrupt: () => void this.#interrupt(),
-      onStoredUsage: (usage) => this.#meter?.resume(usage),
+      onStoredUsage: (usage, budgetUsd) => {
+        if (usage) this.#meter?.resume(usage);
+        if (budgetUsd !== undefined) this.#meter?.setBudget(budgetUsd);
+      },
     });
     const models = options.models;
     if (models) {

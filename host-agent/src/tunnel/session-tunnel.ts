@@ -42,8 +42,8 @@ export interface SessionTunnelOptions {
   onGone(reason: string): void;
   /** The caller asked to interrupt the droid's turn in flight. */
   onInterrupt(): void;
-  /** The usage the session object stored, learnt at every hello (the meter goes on from it). */
-  onStoredUsage(usage: UsageTotals): void;
+  /** The usage the session object stored and its budget, learnt at every hello (the meter goes on from them). */
+  onStoredUsage(usage: UsageTotals | undefined, budgetUsd: number | undefined): void;
 }
 
 interface Call {
@@ -232,7 +232,7 @@ export class SessionTunnel {
     this.#ready = peer;
     this.#stored(hello.data.stored_event_seq);
     this.#o.onConfig(hello.data.config);
-    if (hello.data.usage) this.#o.onStoredUsage(hello.data.usage);
+    this.#o.onStoredUsage(hello.data.usage, hello.data.max_cost_usd);
     if (this.#usage) peer.notify(TunnelMethod.sessionUsage, this.#usage);
     this.#sendCancels(peer);
     for (const [callId, call] of this.#calls) this.#request(peer, callId, call);

@@ -67,8 +67,9 @@ export interface HostTunnelHandlers {
   messageDelivered(seq: number): void;
   /** The host's model proxy reports the session's usage (totals). */
   usage(report: SessionUsageParams): void;
-  /** The usage stored so far (a restarted host goes on from it). */
+  /** The usage stored so far and the budget (a restarted host goes on from them). */
   storedUsage(): UsageTotals | null;
+  budgetUsd(): number | null;
   log: Log;
 }
 
@@ -278,6 +279,7 @@ export class HostTunnel {
       session_id: this.#h.sessionId(),
       stored_event_seq: this.#h.storedEventSeq(),
       ...(this.#h.storedUsage() ? { usage: this.#h.storedUsage() } : {}),
+      ...(this.#h.budgetUsd() !== null ? { max_cost_usd: this.#h.budgetUsd() } : {}),
       config: this.#h.config(),
     };
   }

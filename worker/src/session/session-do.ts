@@ -99,6 +99,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       messageDelivered: (seq) => this.#store.ackMessages(seq),
       usage: (report) => this.#usage(report),
       storedUsage: () => this.#record?.usage ?? null,
+      budgetUsd: () => this.#record?.agent?.max_cost_usd ?? null,
       log: this.#log,
     });
     this.#calls = new CallerCalls({
