@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type Ask,
@@ -392,6 +393,21 @@ describe("fake model, side endpoints and limits", () => {
     });
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ type: "error", error: { type: "request_too_large" } });
+  });
+
+  it("reads a gzip-compressed body and refuses an encoding it does not know with 415", async () => {
+    model.script([{ text: "Unzipped." }]);
+    const body = chatClient.body({ user: "hi", tools: [{ name: "Bash" }], stream: false });
+    const zipped = await post("/v1/chat/completions", null, {
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipSync(JSON.stringify(body)),
+    });
+    expect((await chatClient.read(zipped, false)).text).toBe("Unzipped.");
+    expect(model.requests[0]?.body).toEqual(body);
+    const unknown = await post("/v1/chat/completions", "{}", {
+      headers: { "content-type": "application/json", "content-encoding": "snappy" },
+    });
+    expect(unknown.status).toBe(415);
   });
 
   it("holds a slow non-streamed reply for its delay", async () => {
