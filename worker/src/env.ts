@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AgentRuntimeSchema, DEFAULT_AGENT_RUNTIME } from "../../protocol/agent-runtimes.js";
 import type { AuditLogDurableObject } from "./audit/audit-log-do.js";
 import type { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
 import type { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
@@ -34,6 +35,7 @@ export interface Env {
   /** Comma-separated origins the Worker is served at (Host and Origin are checked against them). */
   OUBLIETTE_PUBLIC_ORIGINS?: string;
   OUBLIETTE_HOST_GRACE_MS?: string;
+  OUBLIETTE_DEFAULT_AGENT?: string;
   OUBLIETTE_RECONNECT_BUDGET_MS?: string;
 }
 
@@ -105,6 +107,8 @@ const ConfigSchema = z.object({
    * so a host that comes back in time always hears the session object's decision.
    */
   reconnectBudgetMs: ms(75_000),
+  /** The agent runtime of projects that do not name one (`npm start` sets it when a model key is configured). */
+  defaultAgent: AgentRuntimeSchema.default(DEFAULT_AGENT_RUNTIME),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -125,6 +129,7 @@ export function config(env: Env): Config {
     publicOrigins: env.OUBLIETTE_PUBLIC_ORIGINS,
     hostGraceMs: env.OUBLIETTE_HOST_GRACE_MS,
     reconnectBudgetMs: env.OUBLIETTE_RECONNECT_BUDGET_MS,
+    defaultAgent: env.OUBLIETTE_DEFAULT_AGENT || undefined,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

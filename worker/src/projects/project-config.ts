@@ -1,5 +1,10 @@
 import { z } from "zod";
-import { AGENT_TITLES, type AgentRuntime, AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
+import {
+  AGENT_TITLES,
+  type AgentRuntime,
+  AgentRuntimeSchema,
+  DEFAULT_AGENT_RUNTIME,
+} from "../../../protocol/agent-runtimes.js";
 import {
   DEFAULT_WORKSPACE_ID,
   ProjectIdSchema as ProjectIdFormat,
@@ -118,8 +123,8 @@ export const ProjectConfigSchema = z.object({
     .regex(IMAGE_REF, "image must be a Docker image reference")
     .optional()
     .describe("Container image, instead of container_type."),
-  default_agent: AgentNameSchema.default("scripted").describe(
-    "Agent sessions run unless spawn names another.",
+  default_agent: AgentNameSchema.optional().describe(
+    "Agent sessions run unless spawn names another (default: the server's OUBLIETTE_DEFAULT_AGENT, else scripted).",
   ),
   default_model: z
     .string()
@@ -156,7 +161,7 @@ export function configProblem(config: ProjectConfig): string | null {
 export function projectSpec(config: ProjectConfig): ProjectSpec {
   return {
     ...(config.image ? { image: config.image } : {}),
-    agent: config.default_agent,
+    agent: config.default_agent ?? DEFAULT_AGENT_RUNTIME,
     env: config.env,
     limits: { memory_mb: config.limits.memory_mb, cpus: config.limits.cpus, pids: config.limits.pids },
     workspace_isolation: config.workspace_isolation,
@@ -171,7 +176,7 @@ export function sessionAgent(
   const model = chosen.model ?? config.default_model;
   const budget = config.limits.max_cost_usd;
   return {
-    runtime: chosen.agent ?? config.default_agent,
+    runtime: chosen.agent ?? config.default_agent ?? DEFAULT_AGENT_RUNTIME,
     ...(model !== null ? { model } : {}),
     // A zero budget allows nothing: the proxy refuses at a cost of 0 >= 0.
     ...(budget !== null ? { max_cost_usd: budget } : {}),

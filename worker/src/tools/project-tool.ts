@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { can, visibleProjects } from "../auth/access.js";
 import { randomHex } from "../auth/digest.js";
+import { config } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import {
@@ -35,9 +36,11 @@ export const projectTool = defineActionTool({
         unwrap(await objects.projectDirectory(ctx.env).reserve(projectId, args.name));
         try {
           return unwrap(
-            await objects
-              .project(ctx.env, projectId)
-              .init({ projectId, config: args, createdBy: ctx.principal.tokenId }),
+            await objects.project(ctx.env, projectId).init({
+              projectId,
+              config: { ...args, default_agent: args.default_agent ?? config(ctx.env).defaultAgent },
+              createdBy: ctx.principal.tokenId,
+            }),
           );
         } catch (err) {
           await objects.projectDirectory(ctx.env).remove(projectId);
