@@ -78,3 +78,8 @@ export const NOTHING: DriverOutput = Object.freeze({ events: [], write: [] }) as
 export function output(events: AgentEventBody[], write: string[] = []): DriverOutput {
   return { events, write };
 }
+
+/** A request of the agent's the driver answered on its own (an approval, a question), for a caller's eye. */
+export function autoAnswered(message: string, data: { method: string; granted: boolean }): AgentEventBody {
+  return { type: "system", subtype: "auto_answer", message, data };
+}

@@ -1,0 +1,152 @@
+/**
+ * The Agent Client Protocol adapter (JSON-RPC 2.0 lines), shared by OpenCode (`opencode acp`)
+ * and Gemini CLI (`gemini --acp`); each of them only says how it starts (`AcpAgent`). The
+ * handshake is `initialize` → `session/new`; each droid message is a `session/prompt` whose
+ * response ends the turn, one at a time; an interrupt is the `session/cancel` notification, and
+ * the cancelled prompt's response (`stopReason: "cancelled"`) ends the turn.
+ */
+import type { AgentEventBody, StopReason } from "../../../protocol/agent-events.js";
+import { MessageText } from "./acp-message.js";
+import { answerPermission } from "./acp-permission.js";
+import { AcpToolCalls } from "./acp-tools.js";
+import {
+  InitializeResultSchema,
+  MessageChunkSchema,
+  NewSessionResultSchema,
+  PromptResultSchema,
+  SessionUpdateSchema,
+  ToolCallUpdateSchema,
+} from "./acp-wire.js";
+import {
+  type AgentLaunch,
+  type DriverContext,
+  type DriverFactory,
+  type DriverOutput,
+  NOTHING,
+  output,
+} from "./driver.js";
+import { RpcDriver } from "./rpc-driver.js";
+
+/** What differs between ACP agents: how each starts. */
+export interface AcpAgent {
+  launch(context: DriverContext): AgentLaunch;
+  /** Whether `session/new` carries the MCP server (else the agent's own config file does). */
+  inlineMcpServer: boolean;
+}
+
+const ACP_PROTOCOL_VERSION = 1;
+
+const STOP_REASONS: Readonly<Record<string, StopReason>> = {
+  end_turn: "end_turn",
+  cancelled: "interrupted",
+  refusal: "refusal",
+  max_turn_requests: "max_turns",
+  max_tokens: "error",
+};
+
+export function acpDriver(agent: AcpAgent): DriverFactory {
+  return (context) => new AcpDriver(context, agent);
+}
+
+class AcpDriver extends RpcDriver {
+  readonly #agent: AcpAgent;
+  readonly #tools = new AcpToolCalls();
+  readonly #text = new MessageText();
+  #sessionId = "";
+  #agentName: string | undefined;
+
+  constructor(context: DriverContext, agent: AcpAgent) {
+    super(context, { jsonrpc: true, handshake: ["initialize", "session/new"], turnMethod: "session/prompt" });
+    this.#agent = agent;
+  }
+
+  launch(): AgentLaunch {
+    return this.#agent.launch(this.context);
+  }
+
+  start(): string[] {
+    const clientCapabilities = { fs: { readTextFile: false, writeTextFile: false } };
+    return [this.rpc.request("initialize", { protocolVersion: ACP_PROTOCOL_VERSION, clientCapabilities })];
+  }
+
+  interrupt(): string[] {
+    if (this.turns.active === undefined) return [];
+    return [this.rpc.notify("session/cancel", { sessionId: this.#sessionId })];
+  }
+
+  protected startTurn(text: string): string[] {
+    return [
+      this.rpc.request("session/prompt", { sessionId: this.#sessionId, prompt: [{ type: "text", text }] }),
+    ];
+  }
+
+  protected answer(method: string, params: unknown) {
+    return method === "session/request_permission" ? answerPermission(params) : undefined;
+  }
+
+  protected onResult(method: string | undefined, result: unknown): DriverOutput {
+    switch (method) {
+      case "initialize": {
+        const info = InitializeResultSchema.safeParse(result).data?.agentInfo;
+        if (info) this.#agentName = [info.name, info.version].filter(Boolean).join(" ");
+        return output([], [this.rpc.request("session/new", this.#newSession())]);
+      }
+      case "session/new": {
+        const session = NewSessionResultSchema.safeParse(result);
+        if (!session.success) return this.cannotStart("session/new answered without a session id");
+        this.#sessionId = session.data.sessionId;
+        const data = { session_id: this.#sessionId, ...(this.#agentName ? { agent: this.#agentName } : {}) };
+        return output([{ type: "system", subtype: "init", data }], this.turns.open());
+      }
+      case "session/prompt": {
+        const stop = PromptResultSchema.safeParse(result).data?.stopReason ?? "end_turn";
+        const events: AgentEventBody[] =
+          stop === "max_tokens"
+            ? [{ type: "error", message: "the model reached its output token limit" }]
+            : [];
+        return this.endTurn(STOP_REASONS[stop] ?? "end_turn", events);
+      }
+      default:
+        return NOTHING;
+    }
+  }
+
+  protected onNotification(method: string, params: unknown): DriverOutput {
+    if (method !== "session/update") return NOTHING;
+    const parsed = SessionUpdateSchema.safeParse(params);
+    if (!parsed.success || parsed.data.sessionId !== this.#sessionId) return NOTHING;
+    const { update } = parsed.data;
+    switch (update.sessionUpdate) {
+      case "agent_message_chunk": {
+        const chunk = MessageChunkSchema.safeParse(update).data;
+        const text = chunk?.content.type === "text" ? chunk.content.text : undefined;
+        return text ? output(this.#text.add(text, chunk?.messageId ?? undefined)) : NOTHING;
+      }
+      case "tool_call":
+      case "tool_call_update": {
+        const call = ToolCallUpdateSchema.safeParse(update);
+        if (!call.success) return NOTHING;
+        // A tool call ends the message before it.
+        return output([...this.#text.flush(), ...this.#tools.update(call.data)]);
+      }
+      default:
+        return NOTHING;
+    }
+  }
+
+  /** The turn's last message goes before its completion. */
+  protected turnEnding(): AgentEventBody[] {
+    return this.#text.flush();
+  }
+
+  #newSession() {
+    const { name, command, args, env } = this.context.mcpServer;
+    const server = {
+      name,
+      command,
+      args,
+      env: Object.entries(env).map(([key, value]) => ({ name: key, value })),
+    };
+    return { cwd: this.context.cwd, mcpServers: this.#agent.inlineMcpServer ? [server] : [] };
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * How Codex starts: `codex app-server`, with its own CODEX_HOME in the agent's home whose
+ * `config.toml` names the model forwarder as the provider (Responses API, key from a variable),
+ * the container-client as the `oubliette` MCP server, no approvals or sandbox of its own (the
+ * container is the sandbox) and every switch that keeps it from calling home.
+ */
+import { join } from "node:path";
+import type { AgentLaunch, DriverContext } from "./driver.js";
+import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
+import { stringifyToml, type TomlTable } from "./toml.js";
+
+export function codexLaunch(context: DriverContext): AgentLaunch {
+  const codexHome = join(context.home, ".codex");
+  const { name, command, args, env } = context.mcpServer;
+  const config: TomlTable = {
+    model: context.model,
+    model_provider: MODEL_PROVIDER_ID,
+    approval_policy: "never",
+    sandbox_mode: "danger-full-access",
+    check_for_update_on_startup: false,
+    web_search: "disabled",
+    model_providers: {
+      [MODEL_PROVIDER_ID]: {
+        name: MODEL_PROVIDER_NAME,
+        base_url: openAiBaseUrl(context),
+        env_key: MODEL_TOKEN_ENV,
+        wire_api: "responses",
+      },
+    },
+    analytics: { enabled: false },
+    features: { plugins: false, apps: false },
+    mcp_servers: { [name]: { command, args, env } },
+  };
+  return {
+    argv: [...context.command, "app-server"],
+    env: { CODEX_HOME: codexHome, [MODEL_TOKEN_ENV]: context.modelToken },
+    files: [{ path: join(codexHome, "config.toml"), content: stringifyToml(config) }],
+  };
+}

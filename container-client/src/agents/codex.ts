@@ -1,0 +1,167 @@
+/**
+ * Codex's adapter: `codex app-server`, JSON-RPC lines without the `jsonrpc` field. The handshake
+ * is `initialize` → (its response) `initialized` + `thread/start`; each droid message is a
+ * `turn/start` on that thread, one at a time; `turn/interrupt` needs the turn's id, so an
+ * interrupt that comes before it is known is sent once it is. `turn/completed` ends a turn.
+ */
+import type { AgentEventBody, StopReason } from "../../../protocol/agent-events.js";
+import { CodexItems } from "./codex-items.js";
+import { codexLaunch } from "./codex-launch.js";
+import { answerCodexRequest } from "./codex-requests.js";
+import {
+  AgentMessageDeltaSchema,
+  ErrorNotificationSchema,
+  ItemNotificationSchema,
+  McpStartupSchema,
+  ThreadStartResultSchema,
+  TurnCompletedSchema,
+  TurnHolderSchema,
+  WarningSchema,
+} from "./codex-wire.js";
+import { type AgentDriver, type DriverContext, type DriverOutput, NOTHING, output } from "./driver.js";
+import { RpcDriver } from "./rpc-driver.js";
+
+/** How the driver introduces itself in `initialize`. */
+const CLIENT_INFO = { name: "oubliette", version: "0.1.0" };
+
+const STOP_REASONS: Readonly<Record<string, StopReason>> = {
+  completed: "end_turn",
+  interrupted: "interrupted",
+  failed: "error",
+};
+
+export function codexDriver(context: DriverContext): AgentDriver {
+  return new CodexDriver(context);
+}
+
+class CodexDriver extends RpcDriver {
+  readonly #items = new CodexItems();
+  #threadId = "";
+  /** The id of the turn in flight, once Codex has said it. */
+  #turnId: string | undefined;
+  #interruptWanted = false;
+
+  constructor(context: DriverContext) {
+    super(context, { jsonrpc: false, handshake: ["initialize", "thread/start"], turnMethod: "turn/start" });
+  }
+
+  launch() {
+    return codexLaunch(this.context);
+  }
+
+  start(): string[] {
+    return [this.rpc.request("initialize", { clientInfo: CLIENT_INFO })];
+  }
+
+  interrupt(): string[] {
+    if (this.turns.active === undefined) return [];
+    if (this.#turnId === undefined) {
+      this.#interruptWanted = true;
+      return [];
+    }
+    return [this.rpc.request("turn/interrupt", { threadId: this.#threadId, turnId: this.#turnId })];
+  }
+
+  protected startTurn(text: string): string[] {
+    return [this.rpc.request("turn/start", { threadId: this.#threadId, input: [{ type: "text", text }] })];
+  }
+
+  protected answer(method: string, params: unknown) {
+    return answerCodexRequest(method, params);
+  }
+
+  protected onResult(method: string | undefined, result: unknown): DriverOutput {
+    switch (method) {
+      case "initialize":
+        return output(
+          [],
+          [
+            this.rpc.notify("initialized"),
+            this.rpc.request("thread/start", {
+              cwd: this.context.cwd,
+              approvalPolicy: "never",
+              sandbox: "danger-full-access",
+            }),
+          ],
+        );
+      case "thread/start": {
+        const thread = ThreadStartResultSchema.safeParse(result);
+        if (!thread.success) return this.cannotStart("thread/start answered without a thread id");
+        this.#threadId = thread.data.thread.id;
+        const data = {
+          thread_id: this.#threadId,
+          ...(thread.data.model ? { model: thread.data.model } : {}),
+        };
+        return output([{ type: "system", subtype: "init", data }], this.turns.open());
+      }
+      case "turn/start":
+        return output([], this.#learnTurn(result));
+      default:
+        return NOTHING;
+    }
+  }
+
+  protected onNotification(method: string, params: unknown): DriverOutput {
+    switch (method) {
+      case "item/agentMessage/delta": {
+        const delta = AgentMessageDeltaSchema.safeParse(params);
+        return delta.success ? output([{ type: "delta", text: delta.data.delta }]) : NOTHING;
+      }
+      case "item/started":
+        return output(this.#items.started(ItemNotificationSchema.safeParse(params).data?.item));
+      case "item/completed":
+        return output(this.#items.completed(ItemNotificationSchema.safeParse(params).data?.item));
+      case "turn/started":
+        return output([], this.#learnTurn(params));
+      case "turn/completed":
+        return this.#onTurnCompleted(params);
+      case "error": {
+        const error = ErrorNotificationSchema.safeParse(params).data;
+        if (error === undefined) return NOTHING;
+        if (error.willRetry)
+          return output([{ type: "system", subtype: "retry", message: error.error.message }]);
+        return output([{ type: "error", message: error.error.message }]);
+      }
+      case "warning":
+      case "configWarning": {
+        const warning = WarningSchema.safeParse(params).data;
+        const message = warning?.message ?? warning?.summary;
+        return message ? output([{ type: "system", subtype: "warning", message }]) : NOTHING;
+      }
+      case "mcpServer/startupStatus/updated": {
+        const status = McpStartupSchema.safeParse(params).data;
+        if (status?.status !== "failed") return NOTHING;
+        const why = status.error ? `: ${status.error}` : "";
+        return output([{ type: "error", message: `MCP server ${status.name} failed to start${why}` }]);
+      }
+      default:
+        return NOTHING;
+    }
+  }
+
+  protected turnEnding(): AgentEventBody[] {
+    this.#turnId = undefined;
+    this.#interruptWanted = false;
+    return [];
+  }
+
+  #onTurnCompleted(params: unknown): DriverOutput {
+    const parsed = TurnCompletedSchema.safeParse(params);
+    if (!parsed.success || this.turns.active === undefined) return NOTHING;
+    const { turn } = parsed.data;
+    // A turn this driver did not start (Codex may run its own, such as a compaction).
+    if (this.#turnId !== undefined && turn.id !== this.#turnId) return NOTHING;
+    const events: AgentEventBody[] = turn.error ? [{ type: "error", message: turn.error.message }] : [];
+    return this.endTurn(STOP_REASONS[turn.status] ?? "end_turn", events);
+  }
+
+  /** Keeps the turn's id (from `turn/start`'s result or `turn/started`); sends an interrupt that waited for it. */
+  #learnTurn(holder: unknown): string[] {
+    const parsed = TurnHolderSchema.safeParse(holder);
+    if (!parsed.success || this.turns.active === undefined || this.#turnId !== undefined) return [];
+    this.#turnId = parsed.data.turn.id;
+    if (!this.#interruptWanted) return [];
+    this.#interruptWanted = false;
+    return this.interrupt();
+  }
+}

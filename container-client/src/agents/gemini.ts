@@ -1,0 +1,33 @@
+/**
+ * Gemini CLI: `gemini --acp -m <model> --yolo --skip-trust` (always an explicit model: without one
+ * its router makes extra calls and retries for a long time). The model forwarder is its Gemini
+ * API base URL, the placeholder credential its API key; `~/.gemini/settings.json` in the agent's
+ * home picks API-key auth, switches off usage statistics, telemetry and updates, and holds the
+ * MCP server (trusted), as the recorded session had it.
+ */
+import { join } from "node:path";
+import { acpDriver } from "./acp.js";
+import type { AgentLaunch, DriverContext } from "./driver.js";
+
+export function geminiLaunch(context: DriverContext): AgentLaunch {
+  const { name, command, args, env } = context.mcpServer;
+  const settings = {
+    security: { auth: { selectedType: "gemini-api-key" } },
+    privacy: { usageStatisticsEnabled: false },
+    telemetry: { enabled: false },
+    general: { disableAutoUpdate: true },
+    mcpServers: { [name]: { command, args, env, trust: true } },
+  };
+  return {
+    argv: [...context.command, "--acp", "-m", context.model, "--yolo", "--skip-trust"],
+    env: { GOOGLE_GEMINI_BASE_URL: context.modelBaseUrl, GEMINI_API_KEY: context.modelToken },
+    files: [
+      {
+        path: join(context.home, ".gemini", "settings.json"),
+        content: `${JSON.stringify(settings, null, 2)}\n`,
+      },
+    ],
+  };
+}
+
+export const geminiDriver = acpDriver({ launch: geminiLaunch, inlineMcpServer: false });

@@ -1,0 +1,41 @@
+/**
+ * OpenCode: `opencode acp`. Its config (the file OPENCODE_CONFIG names, in the agent's home) adds
+ * the model forwarder as an OpenAI-compatible provider (Chat Completions, bundled with OpenCode,
+ * nothing downloaded) whose key is read from a variable, picks the model, and allows every tool;
+ * the MCP server goes inline in `session/new`. The variables switch off its fetches and updates.
+ */
+import { join } from "node:path";
+import { acpDriver } from "./acp.js";
+import type { AgentLaunch, DriverContext } from "./driver.js";
+import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
+
+const NO_PHONING_HOME = {
+  OPENCODE_DISABLE_MODELS_FETCH: "1",
+  OPENCODE_DISABLE_AUTOUPDATE: "1",
+  OPENCODE_DISABLE_SHARE: "1",
+  OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+  OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+};
+
+export function opencodeLaunch(context: DriverContext): AgentLaunch {
+  const configPath = join(context.home, ".config", "oubliette", "opencode.json");
+  const config = {
+    model: `${MODEL_PROVIDER_ID}/${context.model}`,
+    provider: {
+      [MODEL_PROVIDER_ID]: {
+        npm: "@ai-sdk/openai-compatible",
+        name: MODEL_PROVIDER_NAME,
+        options: { baseURL: openAiBaseUrl(context), apiKey: `{env:${MODEL_TOKEN_ENV}}` },
+        models: { [context.model]: { name: context.model } },
+      },
+    },
+    permission: { "*": "allow" },
+  };
+  return {
+    argv: [...context.command, "acp"],
+    env: { ...NO_PHONING_HOME, OPENCODE_CONFIG: configPath, [MODEL_TOKEN_ENV]: context.modelToken },
+    files: [{ path: configPath, content: `${JSON.stringify(config, null, 2)}\n` }],
+  };
+}
+
+export const opencodeDriver = acpDriver({ launch: opencodeLaunch, inlineMcpServer: true });
