@@ -8,7 +8,6 @@ import {
   ofType,
   replayOnCue as replay,
   type SentKind,
-  type StreamEntry,
 } from "../support/agent-streams.js";
 
 /** Recognisable values, to check the launch against. */
