@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join, posix, relative } from "node:path";
 import { promisify } from "node:util";
 import { AGENTS_DIR, CLI_RUNTIMES, type CliRuntime } from "../../protocol/agent-runtimes.js";
@@ -123,11 +123,27 @@ export async function fetchAgentCli(
   const version = await versionOnHost(runtime, cli, files, dir);
   const megabytes = treeSize(hostTree("/", join(dir, "node_modules"))) / 1024 / 1024;
   await writeFile(join(dir, COMPLETE_MARKER), `${spec}\n`);
+  await removeOtherVersions(runtime, cacheDir, dir, log);
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
   log(
     `downloaded ${spec}: ${megabytes.toFixed(0)} MB in ${seconds} s; on this machine --version says "${version}"`,
   );
   return files;
+}
+
+/** Deletes the runtime's cached CLIs other than `keep` (earlier pins). */
+async function removeOtherVersions(
+  runtime: CliRuntimeName,
+  cacheDir: string,
+  keep: string,
+  log: (line: string) => void,
+): Promise<void> {
+  for (const name of await readdir(cacheDir)) {
+    const path = join(cacheDir, name);
+    if (!name.startsWith(`${runtime}-`) || path === keep) continue;
+    await rm(path, { recursive: true, force: true });
+    log(`removed ${name} from the CLI cache: the pin is now ${CLI_RUNTIMES[runtime].version}`);
+  }
 }
 
 /** The entries of the runtime's layout in `dir`; throws when the package is not laid out as expected. */

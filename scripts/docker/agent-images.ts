@@ -9,6 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import type Dockerode from "dockerode";
+import { dockerStatusCode } from "../../host-agent/src/runtime/errors.js";
 import { type AgentRuntime, CLI_RUNTIMES } from "../../protocol/agent-runtimes.js";
 import { type AgentCliFiles, type CliRuntimeName, cliLayoutKey, fetchAgentCli } from "./agent-cli.js";
 import { hostFile, packStream, packTree, type TreeEntry, treeSize } from "./build-context.js";
@@ -64,12 +65,15 @@ export async function ensureAgentImage(
   log: (line: string) => void,
 ): Promise<string> {
   const base = await ensureAgentCliImage(docker, runtime, log);
-  return ensureRunnerImage(
+  const tag = await ensureRunnerImage(
     docker,
     { repo: agentRepo(runtime), tag: AGENT_TAG, kind: "agent", base, labels: { [RUNTIME_LABEL]: runtime } },
     bundles,
     log,
   );
+  // Only now: until the agent image is rebuilt, an older CLI image is still its base.
+  await removeOtherVersions(docker, runtime, log);
+  return tag;
 }
 
 /** Builds `oubliette/agent-cli-<runtime>:<version>` unless up to date, fetching the CLI only then; returns its tag. */
@@ -119,6 +123,21 @@ async function missingLibraries(cli: AgentCliFiles): Promise<TreeEntry[]> {
     for (const lib of await sharedLibraries(linked)) if (!inBase.has(lib)) wanted.add(lib);
   }
   return [...wanted].sort().map((lib) => hostFile(lib, lib));
+}
+
+/** Untags the runtime's CLI images of other versions; the engine deletes them unless a container uses them. */
+async function removeOtherVersions(docker: Dockerode, runtime: CliRuntimeName, log: (line: string) => void) {
+  const current = agentCliImageTag(runtime);
+  const images = await docker.listImages({ filters: { reference: [`${agentCliRepo(runtime)}:*`] } });
+  for (const tag of images.flatMap((image) => image.RepoTags ?? []).filter((tag) => tag !== current)) {
+    try {
+      await docker.getImage(tag).remove();
+      log(`removed ${tag}: the pin is now ${CLI_RUNTIMES[runtime].version}`);
+    } catch (error) {
+      if (dockerStatusCode(error) !== 409) throw error;
+      log(`kept ${tag}: a container still uses it`);
+    }
+  }
 }
 
 function agentRepo(runtime: CliRuntimeName): string {
