@@ -48,7 +48,7 @@ export const CLI_RUNTIMES: Readonly<Record<Exclude<AgentRuntime, "scripted">, Cl
     version: "0.169.0",
     provider: "openai",
     defaultModel: "gpt-5",
-    command: [`${AGENTS_DIR}/codex/codex`],
+    command: [`${AGENTS_DIR}/codex/bin/codex`],
   },
   opencode: {
     package: "opencode-ai",
@@ -62,7 +62,7 @@ export const CLI_RUNTIMES: Readonly<Record<Exclude<AgentRuntime, "scripted">, Cl
     version: "0.61.0",
     provider: "google",
     defaultModel: "gemini-2.5-pro",
-    command: ["node", `${AGENTS_DIR}/gemini/gemini.js`],
+    command: ["node", `${AGENTS_DIR}/gemini/node_modules/@google/gemini-cli/bundle/gemini.js`],
   },
 };
 

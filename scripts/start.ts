@@ -10,6 +10,7 @@
 import { mkdir } from "node:fs/promises";
 import { stop as stopEsbuild } from "esbuild";
 import { buildAll, repoRoot } from "./build.js";
+import { ensureAgentImages } from "./docker/agent-images.js";
 import { ensureDockerEngine, isDockerReachable } from "./docker/engine.js";
 import { ensureDroidImage } from "./docker/images.js";
 import { readDevVars } from "./stack/dev-vars.js";
@@ -45,11 +46,22 @@ async function main(signal: AbortSignal): Promise<void> {
   let image: string | undefined;
   const useDocker =
     settings.runtime === "docker" || (settings.runtime === "auto" && (await isDockerReachable()));
+  let agentImage: string | undefined;
   if (useDocker) {
     const engine = await ensureDockerEngine({ install: false });
-    image = await ensureDroidImage(engine.docker, bundles, (line) => say(`oubliette: ${line}`));
-  } else if (settings.runtime === "auto") {
-    say("oubliette: no Docker Engine is reachable; droids will run as local processes (no isolation)");
+    const log = (line: string) => say(`oubliette: ${line}`);
+    image = await ensureDroidImage(engine.docker, bundles, log);
+    if (settings.agent !== "scripted") {
+      // The first time this fetches the pinned CLI from npm (hundreds of MB) and builds its image.
+      agentImage = (await ensureAgentImages(engine.docker, bundles, [settings.agent], log))[settings.agent];
+    }
+  } else {
+    if (settings.runtime === "auto") {
+      say("oubliette: no Docker Engine is reachable; droids will run as local processes (no isolation)");
+    }
+    if (settings.agent !== "scripted") {
+      say(`oubliette: OUBLIETTE_AGENT=${settings.agent} has an image only with Docker; none is built`);
+    }
   }
   signal.throwIfAborted();
   if (moved) say(`oubliette: ${moved}`);
@@ -84,11 +96,17 @@ async function main(signal: AbortSignal): Promise<void> {
     report: complain,
     onGiveUp: (line) => void shutdown(1, line),
   });
-  printBanner(running, host, devVars.admin, image);
+  printBanner(running, host, devVars.admin, image, agentImage);
 }
 
 /** The one output that shows a secret, on purpose: the user needs the admin token for a client. */
-function printBanner(running: LocalStack, host: HostAgent, adminToken: string, image?: string): void {
+function printBanner(
+  running: LocalStack,
+  host: HostAgent,
+  adminToken: string,
+  image?: string,
+  agentImage?: string,
+): void {
   const mcpUrl = running.mcpUrl.toString();
   say();
   say("Oubliette Edge is running.");
@@ -96,6 +114,7 @@ function printBanner(running: LocalStack, host: HostAgent, adminToken: string, i
   say(`  MCP URL:      ${mcpUrl}`);
   say(`  Admin token:  ${adminToken}`);
   say(`  Host-agent:   ${host.hostId} (${image ? `Docker, image ${image}` : "local processes"})`);
+  if (agentImage) say(`  Agent image:  ${agentImage}`);
   say(`  Logs:         ${running.worker.logFile}, ${host.logFile}`);
   say();
   say("Add it to an MCP client:");

@@ -21,7 +21,14 @@ export class DockerUnavailableError extends Error {
   }
 }
 
-export type DockerImageErrorCode = "base_image_failed" | "build_failed" | "bundle_missing";
+export type DockerImageErrorCode =
+  | "base_image_failed"
+  | "build_failed"
+  | "bundle_missing"
+  /** npm could not install an agent CLI, or what it installed does not run here. */
+  | "cli_fetch_failed"
+  /** An agent CLI package is not laid out as CLI_LAYOUTS says. */
+  | "cli_layout";
 
 /** Building or importing one of our images failed; the message carries the engine's own error. */
 export class DockerImageError extends Error {

@@ -1,16 +1,17 @@
 /**
- * The two local images droids run in, made without any registry:
+ * The local images droids run in, made without any registry:
  * - `oubliette/node-base:<node version>-<hash>`: this machine's Node binary and its libraries,
  *   imported from a tarball (see rootfs.ts);
- * - `oubliette/droid:dev`: FROM that base, with the container-client and scripted-droid bundles.
- * Both are skipped when an identical image already exists, so warm runs cost a few inspects.
+ * - `oubliette/droid:dev`: FROM that base, with the container-client and scripted-droid bundles;
+ *   the agent images (agent-images.ts) are the same runner image FROM an agent CLI image.
+ * Each is skipped when an image with the same content hash exists, so warm runs cost a few inspects.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { Readable } from "node:stream";
 import type Dockerode from "dockerode";
 import tar from "tar-stream";
 import { isDockerNotFound } from "../../host-agent/src/runtime/errors.js";
+import { asNodeStream } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
 import { readProgress } from "./progress.js";
 import { DROID_HOME, DROID_UID, packNodeRootfs, planNodeRootfs } from "./rootfs.js";
@@ -70,33 +71,92 @@ export async function ensureDroidImage(
   log: (line: string) => void,
 ): Promise<string> {
   const base = await ensureNodeBaseImage(docker, log);
+  return ensureRunnerImage(docker, { repo: DROID_REPO, tag: DROID_TAG, kind: "droid", base }, bundles, log);
+}
+
+/** Where a runner image goes and what it is built FROM. */
+export interface RunnerImageTarget {
+  repo: string;
+  tag: string;
+  /** The `oubliette.image` label. */
+  kind: string;
+  /** A local image: the node base, or an agent CLI image built on it. */
+  base: string;
+  labels?: Record<string, string>;
+}
+
+/**
+ * Builds `target` FROM its base with the bundles, the runner as CMD and the droid user, unless an
+ * identical build exists; returns its tag. The base's image id is part of the content hash, so a
+ * rebuilt base under the same tag still makes a new image.
+ */
+export async function ensureRunnerImage(
+  docker: Dockerode,
+  target: RunnerImageTarget,
+  bundles: DroidBundles,
+  log: (line: string) => void,
+): Promise<string> {
   const files = contextFiles(bundles);
-  const dockerfile = droidDockerfile(base, [...files.keys()]);
-  const hash = createHash("sha256").update(dockerfile);
+  const dockerfile = runnerDockerfile(target.base, [...files.keys()]);
+  const baseId = (await docker.getImage(target.base).inspect()).Id;
+  const hash = createHash("sha256").update(`${baseId}\0${dockerfile}`);
   for (const [name, content] of files) hash.update(`\0${name}\0`).update(content);
-  const contentHash = hash.digest("hex");
+  return ensureImage(
+    docker,
+    {
+      ...target,
+      contentHash: hash.digest("hex"),
+      context: () => {
+        const context = tar.pack();
+        context.entry({ name: "Dockerfile" }, dockerfile);
+        for (const [name, content] of files) context.entry({ name, mode: 0o644 }, content);
+        context.finalize();
+        return context;
+      },
+    },
+    log,
+  );
+}
 
-  if (await reuseExisting(docker, contentHash, log)) return DROID_IMAGE_TAG;
+/** An image ensureImage builds: where it goes, what makes it, and its context made on demand. */
+export interface ImageBuild {
+  repo: string;
+  tag: string;
+  /** The `oubliette.image` label. */
+  kind: string;
+  /** What the Dockerfile builds FROM (for the log). */
+  base: string;
+  /** Identifies every input; an image with this hash is reused, never rebuilt. */
+  contentHash: string;
+  /** The build context with its Dockerfile; called only when a build is needed. */
+  context: () => tar.Pack | Promise<tar.Pack>;
+  labels?: Record<string, string>;
+}
 
-  log(`building ${DROID_IMAGE_TAG} FROM ${base} (content hash ${contentHash.slice(0, 12)})`);
+/** Builds `build` unless an image with its content hash exists (re-tagged if needed); returns its tag. */
+export async function ensureImage(
+  docker: Dockerode,
+  build: ImageBuild,
+  log: (line: string) => void,
+): Promise<string> {
+  const ref = `${build.repo}:${build.tag}`;
+  if (await reuseExisting(docker, build, log)) return ref;
+
+  log(`building ${ref} FROM ${build.base} (content hash ${build.contentHash.slice(0, 12)})`);
   const startedAt = Date.now();
-  const context = tar.pack();
-  context.entry({ name: "Dockerfile" }, dockerfile);
-  for (const [name, content] of files) context.entry({ name, mode: 0o644 }, content);
-  context.finalize();
-  const stream = await docker.buildImage(asNodeStream(context), {
-    t: DROID_IMAGE_TAG,
-    labels: { [CONTENT_HASH_LABEL]: contentHash, "oubliette.image": "droid" },
+  const stream = await docker.buildImage(asNodeStream(await build.context()), {
+    t: ref,
+    labels: { ...build.labels, [CONTENT_HASH_LABEL]: build.contentHash, "oubliette.image": build.kind },
     rm: true,
     forcerm: true,
   });
   const result = await readProgress(stream, log);
   if (result.error !== null) {
-    throw new DockerImageError("build_failed", `building ${DROID_IMAGE_TAG} failed: ${result.error}`);
+    throw new DockerImageError("build_failed", `building ${ref} failed: ${result.error}`);
   }
-  log(`built ${DROID_IMAGE_TAG} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-  await pruneOldDroidImages(docker, log);
-  return DROID_IMAGE_TAG;
+  log(`built ${ref} in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  await pruneOldImages(docker, log);
+  return ref;
 }
 
 /** Build-context files by their name in /opt/oubliette: the bundles and, when present, their source maps. */
@@ -116,7 +176,7 @@ function contextFiles(bundles: DroidBundles): Map<string, Buffer> {
   return files;
 }
 
-function droidDockerfile(base: string, names: string[]): string {
+function runnerDockerfile(base: string, names: string[]): string {
   return [
     `FROM ${base}`,
     `COPY ${names.join(" ")} /opt/oubliette/`,
@@ -133,27 +193,29 @@ function droidDockerfile(base: string, names: string[]): string {
 }
 
 /** Reuses (re-tagging if needed) an image built from the same inputs; true when one exists. */
-async function reuseExisting(docker: Dockerode, contentHash: string, log: (line: string) => void) {
-  const matches = await docker.listImages({ filters: { label: [`${CONTENT_HASH_LABEL}=${contentHash}`] } });
-  const image = matches[0];
+async function reuseExisting(docker: Dockerode, build: ImageBuild, log: (line: string) => void) {
+  const ref = `${build.repo}:${build.tag}`;
+  const label = `${CONTENT_HASH_LABEL}=${build.contentHash}`;
+  const image = (await docker.listImages({ filters: { label: [label] } }))[0];
   if (image === undefined) return false;
-  if (!(image.RepoTags ?? []).includes(DROID_IMAGE_TAG)) {
-    await docker.getImage(image.Id).tag({ repo: DROID_REPO, tag: DROID_TAG });
-    log(`${DROID_IMAGE_TAG} re-tagged to the existing build ${image.Id.slice(7, 19)}`);
+  if (!(image.RepoTags ?? []).includes(ref)) {
+    await docker.getImage(image.Id).tag({ repo: build.repo, tag: build.tag });
+    log(`${ref} re-tagged to the existing build ${image.Id.slice(7, 19)}`);
   } else {
-    log(`${DROID_IMAGE_TAG} is up to date (content hash ${contentHash.slice(0, 12)})`);
+    log(`${ref} is up to date (content hash ${build.contentHash.slice(0, 12)}); not rebuilt`);
   }
   return true;
 }
 
-/** Removes earlier droid builds that lost their tag, so repeated builds do not pile up. */
-async function pruneOldDroidImages(docker: Dockerode, log: (line: string) => void): Promise<void> {
+/** Removes earlier builds that lost their tag, so repeated builds do not pile up. */
+async function pruneOldImages(docker: Dockerode, log: (line: string) => void): Promise<void> {
   const pruned = await docker.pruneImages({ filters: { dangling: ["true"], label: [CONTENT_HASH_LABEL] } });
   const count = pruned.ImagesDeleted?.filter((entry) => entry.Deleted !== undefined).length ?? 0;
-  if (count > 0) log(`pruned ${count} old droid image layer(s)`);
+  if (count > 0) log(`pruned ${count} old image layer(s)`);
 }
 
-async function imageExists(docker: Dockerode, ref: string): Promise<boolean> {
+/** True when the engine has an image by that reference. */
+export async function imageExists(docker: Dockerode, ref: string): Promise<boolean> {
   try {
     await docker.getImage(ref).inspect();
     return true;
@@ -161,9 +223,4 @@ async function imageExists(docker: Dockerode, ref: string): Promise<boolean> {
     if (isDockerNotFound(error)) return false;
     throw error;
   }
-}
-
-/** tar-stream packs are streamx streams; dockerode wants a Node stream of bytes. */
-function asNodeStream(pack: tar.Pack): Readable {
-  return Readable.from(pack, { objectMode: false });
 }

@@ -5,10 +5,10 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, realpathSync, statSync } from "node:fs";
-import { posix } from "node:path";
+import { realpathSync, statSync } from "node:fs";
 import { promisify } from "node:util";
-import tar from "tar-stream";
+import type tar from "tar-stream";
+import { EPOCH, hostFile, packStream, packTree, parentDirs, type TreeEntry } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
 
 /** Bump when the layout below changes, so existing base images are not reused. */
@@ -19,16 +19,9 @@ export const DROID_HOME = "/home/droid";
 const PASSWD = `root:x:0:0:root:/root:/sbin/nologin\ndroid:x:${DROID_UID}:${DROID_UID}:droid:${DROID_HOME}:/sbin/nologin\n`;
 const GROUP = `root:x:0:\ndroid:x:${DROID_UID}:\n`;
 
-/** A host file copied into the image at `imagePath`. */
-export interface RootfsFile {
-  imagePath: string;
-  hostPath: string;
-  size: number;
-  mode: number;
-}
-
 export interface NodeRootfs {
-  files: RootfsFile[];
+  /** Host files and where they go in the image. */
+  files: (TreeEntry & { kind: "file" })[];
   /** Deterministic id of this rootfs: Node version + hash of the file list and layout. */
   tag: string;
 }
@@ -36,64 +29,42 @@ export interface NodeRootfs {
 /** Lists the files of the base image: `process.execPath` as /usr/local/bin/node and its libraries. */
 export async function planNodeRootfs(): Promise<NodeRootfs> {
   const node = realpathSync(process.execPath);
-  const files: RootfsFile[] = [hostFile("/usr/local/bin/node", node)];
-  for (const lib of await sharedLibraries(node)) files.push(hostFile(lib, realpathSync(lib)));
+  const files = [hostFile("/usr/local/bin/node", node)];
+  for (const lib of await sharedLibraries(node)) files.push(hostFile(lib, lib));
 
   const hash = createHash("sha256").update(`layout ${LAYOUT_VERSION}\n${PASSWD}${GROUP}`);
   for (const file of files) {
     const { mtimeMs } = statSync(file.hostPath);
-    hash.update(`${file.imagePath}\0${file.hostPath}\0${file.size}\0${mtimeMs}\n`);
+    hash.update(`${file.path}\0${file.hostPath}\0${file.size}\0${mtimeMs}\n`);
   }
   return { files, tag: `${process.versions.node}-${hash.digest("hex").slice(0, 12)}` };
 }
 
 /** Streams the rootfs as an uncompressed tar archive (what `docker import` takes). */
 export function packNodeRootfs(rootfs: NodeRootfs): tar.Pack {
-  const pack = tar.pack();
-  void writeEntries(pack, rootfs).catch((error: unknown) => pack.destroy(toError(error)));
-  return pack;
-}
-
-async function writeEntries(pack: tar.Pack, rootfs: NodeRootfs): Promise<void> {
-  const dirs = new Set<string>(["/etc", "/home", "/root", "/tmp", "/usr/local/bin"]);
-  for (const file of rootfs.files) {
-    for (let dir = posix.dirname(file.imagePath); dir !== "/"; dir = posix.dirname(dir)) dirs.add(dir);
-  }
-  const mtime = new Date(0);
-  for (const dir of [...dirs].sort()) {
-    const mode = dir === "/tmp" ? 0o1777 : dir === "/root" ? 0o700 : 0o755;
-    pack.entry({ name: dir.slice(1), type: "directory", mode, uid: 0, gid: 0, mtime });
-  }
-  pack.entry({
-    name: DROID_HOME.slice(1),
-    type: "directory",
-    mode: 0o755,
-    uid: DROID_UID,
-    gid: DROID_UID,
-    mtime,
-  });
-  pack.entry({ name: "etc/passwd", mode: 0o644, mtime }, PASSWD);
-  pack.entry({ name: "etc/group", mode: 0o644, mtime }, GROUP);
-  for (const file of rootfs.files) {
-    // One entry at a time: a tar stream is sequential, and node is ~100 MB.
-    await new Promise<void>((resolve, reject) => {
-      const header = { name: file.imagePath.slice(1), size: file.size, mode: file.mode, mtime };
-      const entry = pack.entry(header, (error) => (error ? reject(error) : resolve()));
-      const source = createReadStream(file.hostPath);
-      source.once("error", reject);
-      source.pipe(entry);
+  return packStream(async (pack) => {
+    const fixed = ["/etc", "/home", "/root", "/tmp", "/usr/local/bin"];
+    const dirs = [...new Set([...fixed, ...parentDirs(rootfs.files.map((file) => file.path))])].sort();
+    for (const dir of dirs) {
+      const mode = dir === "/tmp" ? 0o1777 : dir === "/root" ? 0o700 : 0o755;
+      pack.entry({ name: dir.slice(1), type: "directory", mode, uid: 0, gid: 0, mtime: EPOCH });
+    }
+    pack.entry({
+      name: DROID_HOME.slice(1),
+      type: "directory",
+      mode: 0o755,
+      uid: DROID_UID,
+      gid: DROID_UID,
+      mtime: EPOCH,
     });
-  }
-  pack.finalize();
-}
-
-function hostFile(imagePath: string, hostPath: string): RootfsFile {
-  const stat = statSync(hostPath);
-  return { imagePath, hostPath, size: stat.size, mode: stat.mode & 0o777 };
+    pack.entry({ name: "etc/passwd", mode: 0o644, mtime: EPOCH }, PASSWD);
+    pack.entry({ name: "etc/group", mode: 0o644, mtime: EPOCH }, GROUP);
+    await packTree(pack, "", rootfs.files, new Set(dirs));
+  });
 }
 
 /** Absolute paths `ldd` resolves for a binary, the dynamic loader included. */
-async function sharedLibraries(binary: string): Promise<string[]> {
+export async function sharedLibraries(binary: string): Promise<string[]> {
   let stdout: string;
   try {
     ({ stdout } = await promisify(execFile)("ldd", [binary]));

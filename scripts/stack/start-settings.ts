@@ -3,6 +3,7 @@
  */
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { type AgentRuntime, AgentRuntimeSchema } from "../../protocol/agent-runtimes.js";
 import { freePort, isPortFree, PortInUseError } from "./port.js";
 
 /** The port `npm start` serves on unless PORT says otherwise. */
@@ -20,6 +21,11 @@ const StartEnvSchema = z.object({
     .enum(["auto", "docker", "process"], { error: "OUBLIETTE_RUNTIME must be auto, docker or process" })
     .default("auto"),
   OUBLIETTE_ALLOWED_ORIGINS: z.string().optional(),
+  OUBLIETTE_AGENT: z
+    .enum(AgentRuntimeSchema.options, {
+      error: `OUBLIETTE_AGENT must be one of ${AgentRuntimeSchema.options.join(", ")}`,
+    })
+    .default("scripted"),
 });
 
 export interface StartSettings {
@@ -30,6 +36,8 @@ export interface StartSettings {
   /** `.dev.vars`: the admin and host tokens, and any other Worker variable. */
   devVarsFile: string;
   runtime: "auto" | "docker" | "process";
+  /** The agent runtime whose image is built when Docker is used (`scripted`: the test droid). */
+  agent: AgentRuntime;
   /** Worker variables to pass through. */
   vars: Record<string, string>;
 }
@@ -53,13 +61,15 @@ export function readStartSettings(env: NodeJS.ProcessEnv, repoRoot: string): Sta
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
   const parsed = StartEnvSchema.safeParse(present);
   if (!parsed.success) throw new SettingsError(parsed.error.issues.map((i) => i.message).join("; "));
-  const { PORT, OUBLIETTE_STATE_DIR, OUBLIETTE_RUNTIME, OUBLIETTE_ALLOWED_ORIGINS } = parsed.data;
+  const { PORT, OUBLIETTE_STATE_DIR, OUBLIETTE_RUNTIME, OUBLIETTE_ALLOWED_ORIGINS, OUBLIETTE_AGENT } =
+    parsed.data;
   const stateDir = OUBLIETTE_STATE_DIR ? resolve(OUBLIETTE_STATE_DIR) : join(repoRoot, ".oubliette", "dev");
   return {
     port: PORT,
     stateDir,
     devVarsFile: OUBLIETTE_STATE_DIR ? join(stateDir, ".dev.vars") : join(repoRoot, ".dev.vars"),
     runtime: OUBLIETTE_RUNTIME,
+    agent: OUBLIETTE_AGENT,
     vars: OUBLIETTE_ALLOWED_ORIGINS ? { OUBLIETTE_ALLOWED_ORIGINS } : {},
   };
 }
