@@ -82,7 +82,13 @@ export const AGENT_TITLES: Readonly<Record<AgentRuntime, string>> = {
  * droid runs in the host's default image.
  */
 export function agentImageRef(runtime: AgentRuntime): string | undefined {
-  return runtime === "scripted" ? undefined : `oubliette/agent-${runtime}:dev`;
+  return runtime === "scripted" ? undefined : `${agentImageRepo(runtime)}:${AGENT_IMAGE_TAG}`;
+}
+
+export const AGENT_IMAGE_TAG = "dev";
+
+export function agentImageRepo(runtime: Exclude<AgentRuntime, "scripted">): string {
+  return `oubliette/agent-${runtime}`;
 }
 
 /** The runtime a session gets when neither the spawn nor its project names one. */

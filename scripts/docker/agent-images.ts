@@ -10,7 +10,12 @@
 import { createHash } from "node:crypto";
 import type Dockerode from "dockerode";
 import { dockerStatusCode } from "../../host-agent/src/runtime/errors.js";
-import { type AgentRuntime, CLI_RUNTIMES } from "../../protocol/agent-runtimes.js";
+import {
+  AGENT_IMAGE_TAG,
+  type AgentRuntime,
+  agentImageRepo,
+  CLI_RUNTIMES,
+} from "../../protocol/agent-runtimes.js";
 import { type AgentCliFiles, type CliRuntimeName, cliLayoutKey, fetchAgentCli } from "./agent-cli.js";
 import { hostFile, packStream, packTree, type TreeEntry, treeSize } from "./build-context.js";
 import {
@@ -25,12 +30,11 @@ import { planNodeRootfs, sharedLibraries } from "./rootfs.js";
 
 /** Bump when what goes into an agent CLI image changes in a way the layout key does not show. */
 const CLI_IMAGE_VERSION = 1;
-const AGENT_TAG = "dev";
 const RUNTIME_LABEL = "oubliette.agent-runtime";
 
 /** The tag of the image a session of `runtime` runs in. */
 export function agentImageTag(runtime: AgentRuntime): string {
-  return runtime === "scripted" ? DROID_IMAGE_TAG : `${agentRepo(runtime)}:${AGENT_TAG}`;
+  return runtime === "scripted" ? DROID_IMAGE_TAG : `${agentImageRepo(runtime)}:${AGENT_IMAGE_TAG}`;
 }
 
 /** The tag of the image holding the runtime's pinned CLI (the agent image's base). */
@@ -67,7 +71,13 @@ export async function ensureAgentImage(
   const base = await ensureAgentCliImage(docker, runtime, log);
   const tag = await ensureRunnerImage(
     docker,
-    { repo: agentRepo(runtime), tag: AGENT_TAG, kind: "agent", base, labels: { [RUNTIME_LABEL]: runtime } },
+    {
+      repo: agentImageRepo(runtime),
+      tag: AGENT_IMAGE_TAG,
+      kind: "agent",
+      base,
+      labels: { [RUNTIME_LABEL]: runtime },
+    },
     bundles,
     log,
   );
@@ -138,10 +148,6 @@ async function removeOtherVersions(docker: Dockerode, runtime: CliRuntimeName, l
       log(`kept ${tag}: a container still uses it`);
     }
   }
-}
-
-function agentRepo(runtime: CliRuntimeName): string {
-  return `oubliette/agent-${runtime}`;
 }
 
 function agentCliRepo(runtime: CliRuntimeName): string {
