@@ -19,7 +19,7 @@ import { localHostId } from "./stack/host-id.js";
 import { LocalStack } from "./stack/local-stack.js";
 import { PortInUseError } from "./stack/port.js";
 import { describeExit, killGroupsNow } from "./stack/process-group.js";
-import { choosePort, readStartSettings } from "./stack/start-settings.js";
+import { agentChoice, choosePort, readStartSettings } from "./stack/start-settings.js";
 import { Supervisor } from "./stack/supervisor.js";
 
 const say = (line = "") => process.stdout.write(`${line}\n`);
@@ -46,21 +46,21 @@ async function main(signal: AbortSignal): Promise<void> {
   let image: string | undefined;
   const useDocker =
     settings.runtime === "docker" || (settings.runtime === "auto" && (await isDockerReachable()));
+  const choice = agentChoice(settings.agent, process.env, useDocker);
+  if (choice.note) say(`oubliette: ${choice.note}`);
+  const agent = choice.agent;
   let agentImage: string | undefined;
   if (useDocker) {
     const engine = await ensureDockerEngine({ install: false });
     const log = (line: string) => say(`oubliette: ${line}`);
     image = await ensureDroidImage(engine.docker, bundles, log);
-    if (settings.agent !== "scripted") {
+    if (agent !== "scripted") {
       // The first time this fetches the pinned CLI from npm (hundreds of MB) and builds its image.
-      agentImage = (await ensureAgentImages(engine.docker, bundles, [settings.agent], log))[settings.agent];
+      agentImage = (await ensureAgentImages(engine.docker, bundles, [agent], log))[agent];
     }
   } else {
     if (settings.runtime === "auto") {
       say("oubliette: no Docker Engine is reachable; droids will run as local processes (no isolation)");
-    }
-    if (settings.agent !== "scripted") {
-      say(`oubliette: OUBLIETTE_AGENT=${settings.agent} has an image only with Docker; none is built`);
     }
   }
   signal.throwIfAborted();
@@ -71,7 +71,11 @@ async function main(signal: AbortSignal): Promise<void> {
     adminToken: devVars.admin,
     hostToken: devVars.host,
     // What plain `wrangler dev` would read from .dev.vars, then what the environment says.
-    vars: { ...devVars.vars, ...settings.vars },
+    vars: {
+      ...devVars.vars,
+      ...settings.vars,
+      ...(agent !== "scripted" ? { OUBLIETTE_DEFAULT_AGENT: agent } : {}),
+    },
     signal,
   });
   const running = stack;
@@ -114,7 +118,7 @@ function printBanner(
   say(`  MCP URL:      ${mcpUrl}`);
   say(`  Admin token:  ${adminToken}`);
   say(`  Host-agent:   ${host.hostId} (${image ? `Docker, image ${image}` : "local processes"})`);
-  if (agentImage) say(`  Agent image:  ${agentImage}`);
+  if (agentImage) say(`  Agent:        ${agentImage} (new projects run it by default)`);
   say(`  Logs:         ${running.worker.logFile}, ${host.logFile}`);
   say();
   say("Add it to an MCP client:");

@@ -3,7 +3,8 @@
  */
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { type AgentRuntime, AgentRuntimeSchema } from "../../protocol/agent-runtimes.js";
+import { PROVIDER_ENV } from "../../host-agent/src/models/model-keys.js";
+import { type AgentRuntime, AgentRuntimeSchema, CLI_RUNTIMES } from "../../protocol/agent-runtimes.js";
 import { freePort, isPortFree, PortInUseError } from "./port.js";
 
 /** The port `npm start` serves on unless PORT says otherwise. */
@@ -89,4 +90,31 @@ export async function choosePort(asked: number | undefined): Promise<{ port: num
     port,
     moved: `port ${DEFAULT_PORT} is in use; using port ${port} instead (set PORT to choose one)`,
   };
+}
+
+/**
+ * Which agent the local stack runs: the one OUBLIETTE_AGENT names when it can (Docker for its
+ * image, and a key for its provider in the environment or a keys file), else the scripted droid,
+ * with a line saying why. A chosen agent becomes the Worker's default for new projects.
+ */
+export function agentChoice(
+  wanted: AgentRuntime,
+  env: NodeJS.ProcessEnv,
+  docker: boolean,
+): { agent: AgentRuntime; note?: string } {
+  if (wanted === "scripted") return { agent: "scripted" };
+  if (!docker) {
+    return {
+      agent: "scripted",
+      note: `OUBLIETTE_AGENT=${wanted} needs Docker (its CLI runs in its image); running the scripted droid`,
+    };
+  }
+  const keyVariable = PROVIDER_ENV[CLI_RUNTIMES[wanted].provider].key;
+  if (!env[keyVariable] && !env.OUBLIETTE_MODEL_KEYS) {
+    return {
+      agent: "scripted",
+      note: `OUBLIETTE_AGENT=${wanted} needs a model key: set ${keyVariable} (or OUBLIETTE_MODEL_KEYS); running the scripted droid`,
+    };
+  }
+  return { agent: wanted };
 }
