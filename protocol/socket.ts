@@ -58,6 +58,10 @@ export const SocketMethod = {
   agentInterrupt: "agent_interrupt",
   agentEvents: "agent_events",
   agentEventsAck: "agent_events_ack",
+  oublietteTools: "oubliette_tools",
+  oublietteCallTool: "oubliette_call_tool",
+  /** host-agent → client notification: the key's tools may have changed; list them again. */
+  oublietteToolsChanged: "oubliette_tools_changed",
 } as const;
 
 const SecretSchema = z.string().min(1).max(512);

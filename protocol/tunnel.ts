@@ -89,6 +89,8 @@ export const TunnelMethod = {
   droidMessage: "droid_message",
   droidInterrupt: "droid_interrupt",
   sessionUsage: "session_usage",
+  oublietteTools: "oubliette_tools",
+  oublietteCall: "oubliette_call_tool",
 } as const;
 
 // ---------------------------------------------------------------- host channel

@@ -20,9 +20,9 @@ import type { CallerToolRequest } from "../../host-agent/src/socket/types.js";
 import { createLogger } from "../../lib/log.js";
 import type { HandlerContext } from "../../lib/rpc/peer.js";
 import { type CallerToolsConfig, failureToRpcError } from "../../protocol/caller-tools.js";
-import type { JsonValue } from "../../protocol/json.js";
+import type { JsonObject, JsonValue } from "../../protocol/json.js";
 import { LineSplitter } from "../../protocol/line-splitter.js";
-import { RpcErrorCode } from "../../protocol/rpc/errors.js";
+import { RpcError, RpcErrorCode } from "../../protocol/rpc/errors.js";
 
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 const TOKEN = "integration-token";
@@ -136,8 +136,35 @@ const baseConfig: CallerToolsConfig = {
   backstop_ms: 20_000,
 };
 
+/** What the session object would answer about Oubliette's tools: keys it knows, a tool, a refusal. */
+const oublietteCalls: { method: string; params: JsonObject }[] = [];
+async function oublietteAnswer(method: string, params: JsonObject): Promise<JsonValue> {
+  oublietteCalls.push({ method, params });
+  if (params.api_key !== "good-key")
+    throw new RpcError(RpcErrorCode.InvalidApiKey, "invalid or expired API key");
+  if (method === "oubliette_tools") {
+    return {
+      tools: [
+        {
+          name: "workspace",
+          description: "Workspaces",
+          inputSchema: { type: "object", properties: { action: { type: "string", enum: ["list"] } } },
+        },
+      ],
+    };
+  }
+  const args = params.arguments as JsonObject;
+  if (args.action !== "list")
+    throw new RpcError(RpcErrorCode.ToolNotAllowed, "tool not allowed for this key's scope");
+  return {
+    content: [{ type: "text", text: '{"workspaces":["default"]}' }],
+    structuredContent: { workspaces: ["default"] },
+  };
+}
+
 const handlers: ContainerHandlers = {
   callerTool: (_session, call, ctx) => handler(call, ctx),
+  oubliette: (_session, method, params) => oublietteAnswer(method, params),
   runnerConnected: () => {},
   runnerGone: () => {},
   agentEvents: () => {},
@@ -409,4 +436,66 @@ describe("container-client end to end", () => {
     expect(line).toMatchObject({ is_error: false, content: [{ type: "text", text: '{"back":1}' }] });
     expect(resent).toBe(dropped);
   }, 20_000);
+});
+
+describe("Oubliette's tools for a droid with an API key", () => {
+  async function droidWithKey(apiKey: string): Promise<Droid> {
+    const keyed = new Droid({
+      OUBLIETTE_SOCKET: path,
+      OUBLIETTE_SESSION_TOKEN: TOKEN,
+      OUBLIETTE_API_KEY: apiKey,
+      OUBLIETTE_CLIENT_COMMAND: JSON.stringify(["node", "--import", "tsx", "container-client/src/main.ts"]),
+      OUBLIETTE_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn",
+    });
+    await keyed.take((l) => l.op === "ready", 20_000);
+    return keyed;
+  }
+
+  it("lists the key's tools as oubliette_<tool> beside the caller's, and calls them with the key", async () => {
+    const keyed = await droidWithKey("good-key");
+    try {
+      const [waited] = await keyed.run({ op: "wait_tool", name: "oubliette_workspace", timeout_ms: 10_000 });
+      expect(waited).toMatchObject({ found: true });
+      const listed = (await keyed.run({ op: "list_tools" }))[0]?.tools as Array<{
+        name: string;
+        inputSchema: unknown;
+      }>;
+      expect(listed.map((t) => t.name)).toEqual(expect.arrayContaining(["ant_echo", "oubliette_workspace"]));
+      expect(listed.find((t) => t.name === "oubliette_workspace")?.inputSchema).toMatchObject({
+        properties: { action: { enum: ["list"] } },
+      });
+      const [called] = await keyed.run({
+        op: "call",
+        name: "oubliette_workspace",
+        arguments: { action: "list" },
+      });
+      expect(called).toMatchObject({ is_error: false });
+      expect(textOf(called as Line)).toBe('{"workspaces":["default"]}');
+      expect(oublietteCalls.at(-1)).toEqual({
+        method: "oubliette_call_tool",
+        params: { api_key: "good-key", tool: "workspace", arguments: { action: "list" } },
+      });
+      const [refused] = await keyed.run({
+        op: "call",
+        name: "oubliette_workspace",
+        arguments: { action: "delete" },
+      });
+      expect(refused).toMatchObject({ is_error: true });
+      expect(textOf(refused as Line)).toContain("-32002");
+    } finally {
+      await keyed.stop();
+    }
+  });
+
+  it("registers no Oubliette tool with a key the session object refuses", async () => {
+    const keyed = await droidWithKey("bad-key");
+    try {
+      await until(() => oublietteCalls.some((c) => c.params.api_key === "bad-key"));
+      const listed = (await keyed.run({ op: "list_tools" }))[0]?.tools as Array<{ name: string }>;
+      expect(listed.map((t) => t.name).filter((n) => n.startsWith("oubliette_"))).toEqual([]);
+      expect(listed.length).toBeGreaterThan(0);
+    } finally {
+      await keyed.stop();
+    }
+  });
 });

@@ -44,6 +44,9 @@ class HostSide {
       logger,
       handlers: {
         callerTool: async () => null,
+        oubliette: async () => {
+          throw new Error("no Oubliette tools here");
+        },
         runnerConnected: (connection, agents) => {
           this.runner = connection;
           this.hellos.push(agents);

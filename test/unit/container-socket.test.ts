@@ -157,6 +157,9 @@ const runnerSeen: { agents: RunnerAgent[]; events: { session: string; event: Age
 function handlers(): ContainerHandlers {
   return {
     callerTool: (sessionId, call, ctx) => handler(call, ctx, sessionId),
+    oubliette: async () => {
+      throw new Error("no Oubliette tools here");
+    },
     runnerConnected: (_connection, agents) => {
       runnerSeen.agents = agents;
     },

@@ -189,6 +189,7 @@ describe("a host that refuses session_start", () => {
       workspace: { initGit: false, remoteUrl: null },
       via: null,
       agent: { runtime: "scripted" },
+      droidKey: null,
       idleTimeoutMs: 0,
       maxLifetimeMs: 0,
     });
@@ -224,6 +225,7 @@ describe("a host that refuses session_start", () => {
       workspace: { initGit: false, remoteUrl: null },
       via: null,
       agent: { runtime: "scripted" },
+      droidKey: null,
       idleTimeoutMs: 0,
       maxLifetimeMs: 0,
     });

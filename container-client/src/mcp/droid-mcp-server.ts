@@ -13,10 +13,11 @@ import {
   type ServerNotification,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../../lib/log.js";
-import { JsonObjectSchema } from "../../../protocol/json.js";
+import { type JsonObject, JsonObjectSchema } from "../../../protocol/json.js";
 import type { RelayLink } from "../socket/relay-link.js";
 import { failureResult, toCallToolResult, toolErrorResult } from "../tools/call-result.js";
 import type { CallerToolRegistry } from "../tools/caller-tool-registry.js";
+import type { OublietteToolRegistry } from "../tools/oubliette-tool-registry.js";
 import { startProgressHeartbeat } from "./progress-heartbeat.js";
 
 export const SERVER_NAME = "oubliette-container-client";
@@ -24,6 +25,11 @@ export const SERVER_NAME = "oubliette-container-client";
 export interface DroidMcpServerOptions {
   link: Pick<RelayLink, "callerTool">;
   registry: CallerToolRegistry;
+  /** Oubliette's own tools, when the droid holds an API key. */
+  oubliette?: {
+    registry: OublietteToolRegistry;
+    call(tool: string, args: JsonObject, signal: AbortSignal): Promise<CallToolResult>;
+  };
   logger: Logger;
   version: string;
   progressIntervalMs?: number;
@@ -52,7 +58,9 @@ export class DroidMcpServer {
       this.#log.info({ client: this.#server.getClientVersion() }, "droid connected");
     };
     this.#server.onerror = (err) => this.#log.warn({ err: err.message }, "MCP error");
-    this.#server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: options.registry.list() }));
+    this.#server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [...options.registry.list(), ...(options.oubliette?.registry.list() ?? [])],
+    }));
     this.#server.setRequestHandler(CallToolRequestSchema, (request, extra) => this.#callTool(request, extra));
   }
 
@@ -76,10 +84,13 @@ export class DroidMcpServer {
 
   async #callTool(request: CallToolRequest, extra: CallExtra): Promise<CallToolResult> {
     const { name } = request.params;
-    const tool = this.#options.registry.get(name);
-    if (!tool) return toolErrorResult(`unknown tool: ${name}`);
     const args = JsonObjectSchema.safeParse(request.params.arguments ?? {});
     if (!args.success) return toolErrorResult("tool arguments must be a JSON object");
+    const oubliette = this.#options.oubliette;
+    const own = oubliette?.registry.get(name);
+    if (oubliette && own !== undefined) return oubliette.call(own, args.data, extra.signal);
+    const tool = this.#options.registry.get(name);
+    if (!tool) return toolErrorResult(`unknown tool: ${name}`);
 
     const token = request.params._meta?.progressToken;
     const stopProgress =

@@ -5,16 +5,18 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Logger } from "../../../lib/log.js";
+import { API_KEY_ENV } from "../../../protocol/oubliette-tools.js";
 import { AgentEnv, DEFAULT_SOCKET_PATH } from "../../../protocol/socket.js";
 import { RelayLink } from "../socket/relay-link.js";
 import { CallerToolRegistry } from "../tools/caller-tool-registry.js";
 import { DroidMcpServer, SERVER_NAME } from "./droid-mcp-server.js";
+import { OublietteToolsClient } from "./oubliette-tools-client.js";
 
 /** Serves the droid on stdio until it goes away. */
 export async function serveDroid(log: Logger, version: string): Promise<void> {
   const socketPath = process.env[AgentEnv.socketPath] || DEFAULT_SOCKET_PATH;
   const sessionToken = process.env[AgentEnv.sessionToken] ?? "";
-  // OUBLIETTE_API_KEY (Oubliette's own tools) is not served yet; a later change adds it.
+  const apiKey = process.env[API_KEY_ENV] ?? "";
 
   const registry = new CallerToolRegistry();
   const link = new RelayLink({
@@ -22,6 +24,8 @@ export async function serveDroid(log: Logger, version: string): Promise<void> {
     sessionToken,
     logger: log,
     client: { name: SERVER_NAME, version: version },
+    onConnected: () => void oubliette?.refresh(),
+    onOublietteToolsChanged: () => void oubliette?.refresh(),
     // Only called once the link has started, below, after `mcp` exists.
     onConfig: (config) => {
       const changed = registry.replace(config);
@@ -32,7 +36,17 @@ export async function serveDroid(log: Logger, version: string): Promise<void> {
       if (changed) mcp.toolsChanged();
     },
   });
-  const mcp = new DroidMcpServer({ link, registry, logger: log, version: version });
+  const oubliette =
+    apiKey === "" ? null : new OublietteToolsClient(apiKey, link, log, () => mcp.toolsChanged());
+  const mcp = new DroidMcpServer({
+    link,
+    registry,
+    logger: log,
+    version: version,
+    ...(oubliette
+      ? { oubliette: { registry: oubliette.registry, call: (t, a, s) => oubliette.call(t, a, s) } }
+      : {}),
+  });
 
   let stopping: Promise<void> | undefined;
   /** Stops once: the droid went away (stdin ended) or we were told to. */

@@ -6,6 +6,7 @@
  * deadline of our own is the backstop: the session's deadline plus the reconnect budget.
  */
 import { randomUUID } from "node:crypto";
+import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
@@ -28,6 +29,10 @@ export interface RelayLinkOptions {
   logger: Logger;
   onConfig(config: CallerToolsConfig): void;
   client: { name: string; version: string };
+  /** Each (re)connection, once bound (e.g. to list Oubliette's tools again). */
+  onConnected?(): void;
+  /** The host-agent says the droid's Oubliette tools may have changed. */
+  onOublietteToolsChanged?(): void;
 }
 
 export interface CallOptions {
@@ -66,13 +71,19 @@ export class RelayLink {
         peer.onNotification(SocketMethod.callerToolsConfig, CallerToolsConfigParamsSchema, (config) =>
           options.onConfig(config),
         );
+        peer.onNotification(SocketMethod.oublietteToolsChanged, z.unknown(), () =>
+          options.onOublietteToolsChanged?.(),
+        );
       },
       adopt: (raw) => {
         const legacy = LegacyCallerToolsConfigSchema.safeParse(raw);
         if (legacy.success) options.onConfig(legacy.data.params);
         return legacy.success;
       },
-      connected: (peer) => this.#resend(peer),
+      connected: (peer) => {
+        this.#resend(peer);
+        options.onConnected?.();
+      },
       rejected: (message) => {
         this.#rejected = message;
         for (const [callId, call] of [...this.#calls]) {
@@ -92,6 +103,20 @@ export class RelayLink {
   /** Starts connecting in the background; calls made before the link is up wait for it. */
   start(): void {
     this.#session.start();
+  }
+
+  /**
+   * One request to the host-agent on the current connection (Oubliette's tools: nothing to
+   * resume, the droid asks again); rejects with the RpcError the host answered, or at once when
+   * there is no connection.
+   */
+  async request(method: string, params: unknown, signal?: AbortSignal): Promise<unknown> {
+    const peer = this.#session.peer;
+    if (!peer)
+      throw new RpcError(RpcErrorCode.ServerError, "not connected to the host-agent", {
+        reason: "host_unreachable",
+      });
+    return peer.request(method, params, signal ? { signal } : {});
   }
 
   /** Runs one caller tool; resolves with the caller's result or rejects with a RelayCallError. */

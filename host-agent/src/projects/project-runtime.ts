@@ -311,6 +311,11 @@ export class ProjectRuntime {
           if (!entry) throw failureToRpcError("session_ended", "the session has ended on this host");
           return entry.session.callerTool(request, ctx);
         },
+        oubliette: async (sessionId, method, params, ctx) => {
+          const entry = this.#sessions.get(sessionId);
+          if (!entry) throw failureToRpcError("session_ended", "the session has ended on this host");
+          return entry.session.oubliette(method, params, ctx);
+        },
         runnerConnected: (connection, agents) => runner.attach(connection, agents),
         runnerGone: (connection) => runner.detach(connection),
         agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),

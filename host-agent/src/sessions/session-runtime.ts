@@ -2,11 +2,13 @@ import type { Logger } from "../../../lib/log.js";
 import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import type { JsonValue } from "../../../protocol/json.js";
+import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import type { AgentStartParams } from "../../../protocol/socket.js";
+import { SocketMethod } from "../../../protocol/socket.js";
+import { TunnelMethod } from "../../../protocol/tunnel.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
-import type { CallerToolRequest } from "../socket/types.js";
+import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { SessionTunnel } from "../tunnel/session-tunnel.js";
 import { CallerCalls } from "./caller-calls.js";
@@ -34,6 +36,8 @@ export interface SessionRuntimeOptions {
 const DEFAULT_BACKSTOP_MS = 5 * 60_000;
 /** The host gives up this much before the container-client, so the droid hears the host's reason. */
 const HOST_BACKSTOP_MARGIN_MS = 5_000;
+/** Longest an Oubliette tool call of a droid may take (a container exec's longest timeout, and some). */
+const OUBLIETTE_CALL_TIMEOUT_MS = 16 * 60_000;
 /** How long stopping a session lets the runner end its agent. */
 const AGENT_STOP_GRACE_MS = 5_000;
 
@@ -154,6 +158,18 @@ export class SessionRuntime {
   /** A caller tool call from the session's container-client. */
   callerTool(request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue> {
     return this.#calls.run(request, ctx);
+  }
+
+  /** A droid's use of Oubliette's tools: to the session object, which checks its key. */
+  oubliette(method: OublietteMethod, params: JsonObject, ctx: HandlerContext): Promise<JsonValue> {
+    const tunnelMethod =
+      method === SocketMethod.oublietteTools ? TunnelMethod.oublietteTools : TunnelMethod.oublietteCall;
+    return this.#tunnel.ask(
+      tunnelMethod,
+      params,
+      ctx.signal,
+      OUBLIETTE_CALL_TIMEOUT_MS,
+    ) as Promise<JsonValue>;
   }
 
   /** Events of the session's agent, from the runner. */

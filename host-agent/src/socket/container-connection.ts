@@ -11,6 +11,7 @@ import type { Logger } from "../../../lib/log.js";
 import { LineConnection } from "../../../lib/rpc/line-connection.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { Limits } from "../../../protocol/limits.js";
+import { OublietteCallParamsSchema, OublietteToolsParamsSchema } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   AgentEventsParamsSchema,
@@ -130,9 +131,27 @@ export class ContainerConnection {
         throw new RpcError(RpcErrorCode.Unauthenticated, "caller_tool needs a session's connection");
       return handlers.callerTool(sessionId, params, ctx);
     });
+    peer.handle(SocketMethod.oublietteTools, OublietteToolsParamsSchema, (params, ctx) =>
+      handlers.oubliette(this.#clientSession("oubliette_tools"), SocketMethod.oublietteTools, params, ctx),
+    );
+    peer.handle(SocketMethod.oublietteCallTool, OublietteCallParamsSchema, (params, ctx) =>
+      handlers.oubliette(
+        this.#clientSession("oubliette_call_tool"),
+        SocketMethod.oublietteCallTool,
+        params,
+        ctx,
+      ),
+    );
     peer.onNotification(SocketMethod.agentEvents, AgentEventsParamsSchema, (params) => {
       if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);
     });
+  }
+
+  /** The session of a client connection; the runner has none and may not ask. */
+  #clientSession(method: string): string {
+    if (this.#sessionId === null)
+      throw new RpcError(RpcErrorCode.Unauthenticated, `${method} needs a session's connection`);
+    return this.#sessionId;
   }
 
   #hello(params: z.output<typeof HelloParamsSchema>): void {

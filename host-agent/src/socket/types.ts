@@ -24,6 +24,8 @@ export interface SocketAuth {
   readonly settled?: Promise<void>;
 }
 
+export type OublietteMethod = "oubliette_tools" | "oubliette_call_tool";
+
 /** What the host-agent does with what arrives on a project's container socket. */
 export interface ContainerHandlers {
   /**
@@ -32,6 +34,16 @@ export interface ContainerHandlers {
    * (RequestCancelled) or the connection closes (ConnectionClosed).
    */
   callerTool(sessionId: string, request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue>;
+  /**
+   * A droid's use of Oubliette's own tools (`oubliette_tools` / `oubliette_call_tool`), passed on
+   * to its session's object, which checks the API key; resolves with its answer or throws an RpcError.
+   */
+  oubliette(
+    sessionId: string,
+    method: OublietteMethod,
+    params: JsonObject,
+    ctx: HandlerContext,
+  ): Promise<JsonValue>;
   /** A connection authenticated as the runner, reporting its agents. */
   runnerConnected(connection: ContainerConnection, agents: RunnerAgent[]): void;
   /** The runner's connection closed. */

@@ -56,6 +56,14 @@ interface Call {
 /** Most agent events queued for the session object; more output is dropped (and said so). */
 const MAX_QUEUED_EVENTS = 20_000;
 const HELLO_TIMEOUT_MS = 15_000;
+/** How long `ask` waits for a tunnel that is reconnecting. */
+const READY_WAIT_MS = 30_000;
+
+function unreachable(): RpcError {
+  return new RpcError(RpcErrorCode.ServerError, "the session's object cannot be reached from this host now", {
+    reason: "host_unreachable",
+  });
+}
 
 /**
  * One session's tunnel to its SessionDurableObject. It keeps, across every reconnect: the caller
@@ -65,6 +73,8 @@ const HELLO_TIMEOUT_MS = 15_000;
  */
 export class SessionTunnel {
   readonly #o: SessionTunnelOptions;
+  /** Who waits for the tunnel to be ready (`ask`). */
+  readonly #readyWaiters: (() => void)[] = [];
   /** The latest usage report, re-sent after every reconnect (totals: repeating one is harmless). */
   #usage: SessionUsageParams | null = null;
   readonly #link: TunnelLink;
@@ -186,6 +196,30 @@ export class SessionTunnel {
     this.#ready = null;
   }
 
+  /**
+   * One request to the session object (not re-sent after a reconnect: the droid asks again),
+   * waiting up to READY_WAIT_MS for the tunnel; `signal` gives up (the droid cancelled).
+   */
+  async ask(method: string, params: unknown, signal: AbortSignal, timeoutMs: number): Promise<unknown> {
+    if (!this.#ready) {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(unreachable()), READY_WAIT_MS);
+        const done = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        this.#readyWaiters.push(done);
+        signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject(signal.reason);
+        });
+      });
+    }
+    const peer = this.#ready;
+    if (!peer) throw unreachable();
+    return peer.request(method, params, { signal, timeoutMs });
+  }
+
   /** Reports the session's model usage (totals; the latest is re-sent after a reconnect). */
   reportUsage(usage: SessionUsageParams): void {
     this.#usage = usage;
@@ -230,6 +264,7 @@ export class SessionTunnel {
     }
     if (this.#link.peer !== peer) return;
     this.#ready = peer;
+    for (const wake of this.#readyWaiters.splice(0)) wake();
     this.#stored(hello.data.stored_event_seq);
     this.#o.onConfig(hello.data.config);
     this.#o.onStoredUsage(hello.data.usage, hello.data.max_cost_usd);

@@ -58,6 +58,7 @@ export async function spawn(options: SpawnOptions = {}) {
     workspace: { initGit: false, remoteUrl: null },
     via: options.via ?? null,
     agent: options.agent ?? { runtime: "scripted" },
+    droidKey: null,
     idleTimeoutMs: options.idleTimeoutMs ?? 0,
     maxLifetimeMs: options.maxLifetimeMs ?? 0,
   });

@@ -11,6 +11,8 @@ export interface AuditEntry {
   target: string | null;
   /** `ok`, or the error code it failed with. */
   outcome: string;
+  /** The session whose droid made the call with its API key (null: a caller or a host). */
+  via_session?: string | null;
 }
 
 export interface AuditRecord extends Omit<AuditEntry, "at"> {
@@ -40,16 +42,23 @@ export class AuditLogDurableObject extends DurableObject<Env> {
     super(ctx, env);
     this.#sql = ctx.storage.sql;
     this.#sql.exec(SCHEMA);
+    // Logs written before droids had API keys have no via_session column yet.
+    try {
+      this.#sql.exec("ALTER TABLE audit ADD COLUMN via_session TEXT");
+    } catch {
+      // It has one already.
+    }
   }
 
   async record(entry: AuditEntry): Promise<void> {
     this.#sql.exec(
-      "INSERT INTO audit (at, token_id, action, target, outcome) VALUES (?, ?, ?, ?, ?)",
+      "INSERT INTO audit (at, token_id, action, target, outcome, via_session) VALUES (?, ?, ?, ?, ?, ?)",
       entry.at,
       entry.token_id.slice(0, 128),
       entry.action.slice(0, 256),
       entry.target === null ? null : entry.target.slice(0, 256),
       entry.outcome.slice(0, 64),
+      entry.via_session ? entry.via_session.slice(0, 64) : null,
     );
     const newest = Number(this.#sql.exec("SELECT MAX(id) AS id FROM audit").one().id ?? 0);
     if (newest % 1000 === 0) this.#sql.exec("DELETE FROM audit WHERE id <= ?", newest - AUDIT_RETAIN);
@@ -87,6 +96,7 @@ export class AuditLogDurableObject extends DurableObject<Env> {
       action: String(r.action),
       target: r.target === null ? null : String(r.target),
       outcome: String(r.outcome),
+      via_session: r.via_session === null || r.via_session === undefined ? null : String(r.via_session),
     }));
     const last = page.at(-1);
     return { entries: page, next_before: rows.length > input.limit && last ? last.id : null };

@@ -6,6 +6,11 @@ import {
 } from "../../../protocol/caller-tools.js";
 import type { JsonObject } from "../../../protocol/json.js";
 import { Limits } from "../../../protocol/limits.js";
+import {
+  OublietteCallParamsSchema,
+  type OublietteTool,
+  OublietteToolsParamsSchema,
+} from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   CANCELLED,
@@ -65,6 +70,10 @@ export interface HostTunnelHandlers {
   /** The host says the session is over there. */
   end(reason: string): Promise<void>;
   messageDelivered(seq: number): void;
+  /** The droid lists Oubliette's tools with its API key (-32001 for a bad key). */
+  oublietteTools(apiKey: string): Promise<{ tools: OublietteTool[] }>;
+  /** The droid calls one of Oubliette's tools with its API key (-32001, -32002, or the tool's result). */
+  oublietteCall(apiKey: string, tool: string, args: JsonObject): Promise<unknown>;
   /** The host's model proxy reports the session's usage (totals). */
   usage(report: SessionUsageParams): void;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
@@ -99,7 +108,13 @@ export class HostTunnel {
       .handle(TunnelMethod.sessionEnd, SessionEndParamsSchema, async (params) => {
         await handlers.end(params.reason);
         return {};
-      });
+      })
+      .handle(TunnelMethod.oublietteTools, OublietteToolsParamsSchema, (params) =>
+        handlers.oublietteTools(params.api_key),
+      )
+      .handle(TunnelMethod.oublietteCall, OublietteCallParamsSchema, (params) =>
+        handlers.oublietteCall(params.api_key, params.tool, params.arguments),
+      );
   }
 
   static owns(ws: WebSocket): boolean {

@@ -1,13 +1,15 @@
 import { DurableObject } from "cloudflare:workers";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { SessionUsageParams } from "../../../protocol/tunnel.js";
 import { project, requireAccess } from "../auth/access.js";
-import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
+import { authenticate, type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { AppError, capture, fail, type Result } from "../errors.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import { objects } from "../objects/keys.js";
+import { droidCall, droidToolList } from "../tools/droid-tools.js";
 import { CallerCalls } from "./caller-calls.js";
 import { EventLog } from "./event-log.js";
 import { HostTunnel } from "./host-tunnel.js";
@@ -98,6 +100,16 @@ export class SessionDurableObject extends DurableObject<Env> {
       end: (reason) => this.#finish("ended", reason),
       messageDelivered: (seq) => this.#store.ackMessages(seq),
       usage: (report) => this.#usage(report),
+      oublietteTools: async (apiKey) => ({ tools: droidToolList(await this.#keyPrincipal(apiKey)) }),
+      oublietteCall: async (apiKey, tool, args) =>
+        droidCall(tool, args, {
+          env: this.env,
+          principal: await this.#keyPrincipal(apiKey),
+          mcp: null,
+          log: this.#log,
+          waitUntil: (promise) => this.ctx.waitUntil(promise),
+          viaSession: this.#requireRecord().sessionId,
+        }),
       storedUsage: () => this.#record?.usage ?? null,
       budgetUsd: () => this.#record?.agent?.max_cost_usd ?? null,
       log: this.#log,
@@ -141,6 +153,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       runtime: null,
       image: input.image,
       agent: input.agent,
+      issuedTokenId: input.droidKey?.issuedTokenId ?? null,
       usage: null,
       createdAt: new Date().toISOString(),
       endedAt: null,
@@ -177,7 +190,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       workspaceId: input.workspaceId,
       workspace: input.workspace,
       project: input.project,
-      spec: { agent: input.agent },
+      // The droid's key rides in its environment only (never in an event or a log).
+      spec: { agent: input.agent, ...(input.droidKey ? { env: input.droidKey.env } : {}) },
     });
     if (!started.ok) return this.#failStart(started);
     // The lifetime rules run from here on.
@@ -392,6 +406,14 @@ export class SessionDurableObject extends DurableObject<Env> {
     return objects.hostRegistry(this.env);
   }
 
+  /** The caller principal of a droid's API key, checked on every use (-32001 when it is not one). */
+  async #keyPrincipal(apiKey: string): Promise<CallerPrincipal> {
+    const principal = await authenticate(this.env, apiKey);
+    if (principal?.kind !== "caller")
+      throw new RpcError(RpcErrorCode.InvalidApiKey, "invalid or expired API key");
+    return principal;
+  }
+
   /**
    * A usage report of the host's model proxy (totals: an older or repeated one changes nothing).
    * Each new total becomes a `usage` event; a refused model request (the budget is spent) says why.
@@ -476,9 +498,24 @@ export class SessionDurableObject extends DurableObject<Env> {
     const why = status === "lost" ? "host_lost" : "session_ended";
     this.#calls.failAll(failure(why, `session ${record.sessionId} ended: ${reason}`));
     this.#events.emit({ type: "session_ended", reason });
+    if (record.issuedTokenId) await this.#revokeIssuedKey(record.issuedTokenId);
     this.#tunnel.close(1000, "session ended");
     this.#subscribers.closeAll(1000, "session ended");
     if (record.hostId && !options.placementReleased) await this.#releaseHost(record.sessionId, reason);
+  }
+
+  /** The key issued for this session's droid ends with it. */
+  async #revokeIssuedKey(tokenId: string): Promise<void> {
+    try {
+      const revoked = await objects.tokens(this.env).revoke(tokenId);
+      if (!revoked.ok)
+        this.#log.warn("could not revoke the session's key", {
+          token: tokenId,
+          error: revoked.error.message,
+        });
+    } catch (err) {
+      this.#log.warn("could not revoke the session's key", { token: tokenId, error: errorMessage(err) });
+    }
   }
 
   async #releaseHost(sessionId: string, reason: string): Promise<void> {

@@ -20,6 +20,8 @@ export interface SessionRecord {
   image: string | null;
   /** The agent the session runs (absent in records older than agent runtimes: the scripted droid). */
   agent?: SessionAgentSpec;
+  /** The API key the server issued for this session's droid; revoked when the session ends. */
+  issuedTokenId?: string | null;
   /** Model usage as the host's proxy metered it (null until the first report). */
   usage?: UsageTotals | null;
   createdAt: string;

@@ -3,6 +3,7 @@ import type { JsonValue } from "../../../protocol/json.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
+import type { DroidKey } from "./droid-key.js";
 
 export type SessionAgentSpec = NonNullable<SessionSpec["agent"]>;
 
@@ -32,6 +33,8 @@ export interface CreateSessionInput {
   workspace: { initGit: boolean; remoteUrl: string | null };
   /** The agent to run, its model and the session's model budget (the project's max_cost_usd). */
   agent: SessionAgentSpec;
+  /** The droid's key for Oubliette's tools (its environment), if it gets one. */
+  droidKey: DroidKey | null;
   /** From the project's limits; 0 turns a rule off. */
   idleTimeoutMs: number;
   maxLifetimeMs: number;

@@ -32,6 +32,8 @@ export interface CallEnvironment {
   log: Log;
   /** Keeps background work (fire-and-forget tools) alive. */
   waitUntil(promise: Promise<unknown>): void;
+  /** The session whose droid calls with its API key (audited with the call). */
+  viaSession?: string;
 }
 
 /** A failed tool call as MCP says it should look: `isError` with a message a person can act on. */
@@ -89,6 +91,7 @@ export async function callTool(
         action: label,
         target: projectId,
         outcome: "forbidden",
+        via_session: call.viaSession ?? null,
       };
       audit(call.env, entry, call.waitUntil, call.log);
     }
@@ -114,7 +117,13 @@ export async function callTool(
     if (access === "read") return;
     audit(
       call.env,
-      { token_id: call.principal.tokenId, action: label, target: auditTarget, outcome },
+      {
+        token_id: call.principal.tokenId,
+        action: label,
+        target: auditTarget,
+        outcome,
+        via_session: call.viaSession ?? null,
+      },
       call.waitUntil,
       call.log,
     );

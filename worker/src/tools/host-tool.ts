@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
+import { mintToken } from "../tokens/mint.js";
 import { action, defineActionTool } from "./define.js";
-import { mintToken } from "./token-tool.js";
 
 const HostIdSchema = z
   .string()

@@ -14,6 +14,7 @@ import {
   WorkspaceIdSchema,
   workspaceSetup,
 } from "../projects/project-config.js";
+import { droidKey, type OublietteAccess } from "../session/droid-key.js";
 import type { CallerDeclaration } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
@@ -114,6 +115,17 @@ const spawnFields = {
     .max(256)
     .optional()
     .describe("Model for the agent (default: the project's default_model)."),
+  oubliette_access: z
+    .enum(["none", "project:ro", "project"])
+    .default("none")
+    .describe(
+      "Give the droid a key for Oubliette's own tools (oubliette_* tools), scoped to this project, ending with the session.",
+    ),
+  oubliette_api_key: z
+    .string()
+    .max(512)
+    .optional()
+    .describe("Or give the droid a key you hold (it can do what that key allows, never more)."),
   external_id: z.string().max(256).optional().describe("Your own id for this session (shown in listings)."),
   source: z.string().max(64).optional().describe("What started it (e.g. a scheduler or app name)."),
 };
@@ -127,6 +139,8 @@ interface SpawnArgs extends CallerFields {
   source?: string | undefined;
   agent?: AgentRuntime | undefined;
   model?: string | undefined;
+  oubliette_access?: OublietteAccess | undefined;
+  oubliette_api_key?: string | undefined;
   prompt?: string | undefined;
   caller_timeout_seconds?: number | undefined;
 }
@@ -179,6 +193,16 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     return { ...sent.session, message_seq: sent.message_seq, resumed: true };
   }
   ctx.auditTarget(sessionId);
+  const key = await droidKey(
+    ctx.env,
+    { access: args.oubliette_access ?? "none", apiKey: args.oubliette_api_key },
+    {
+      sessionId,
+      projectId: args.project_id,
+      owner: ctx.principal,
+      lifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
+    },
+  );
   const result = await sessionStub(ctx, sessionId).create({
     sessionId,
     projectId: args.project_id,
@@ -191,6 +215,7 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     project: projectSpec(plan.config),
     workspace: workspaceSetup(plan.config, plan.workspaceId),
     agent: sessionAgent(plan.config, args),
+    droidKey: key,
     via: ctx.mcp?.via ?? null,
     idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
     maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,

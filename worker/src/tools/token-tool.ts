@@ -1,16 +1,10 @@
 import { z } from "zod";
-import { randomHex, sha256Hex } from "../auth/digest.js";
 import { type Scope, ScopeSchema, scopeProject } from "../auth/scopes.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
+import { mintToken } from "../tokens/mint.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
-
-/** A new token: `oub_` + 64 hex digits. Only its SHA-256 and its first characters are kept. */
-export async function mintToken(): Promise<{ token: string; sha256: string; prefix: string }> {
-  const token = `oub_${randomHex(32)}`;
-  return { token, sha256: await sha256Hex(token), prefix: token.slice(0, 10) };
-}
 
 /** When an expiry given in hours falls (epoch ms), or null for none. */
 export function expiryOf(hours: number | undefined): number | null {
