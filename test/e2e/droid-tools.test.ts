@@ -1,0 +1,99 @@
+/**
+ * Oubliette's tools in a droid's hands, end to end: the Worker under wrangler dev, a Docker
+ * host-agent, the scripted droid in its container with the key spawn gave it. It lists exactly
+ * what its key's scope allows, calls them, is refused -32002 beyond its scope, and -32001 once its
+ * key is revoked.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { TestCaller } from "../support/caller.js";
+import { TestStack } from "../support/stack.js";
+import { runStep, text } from "./support.js";
+
+let stack: TestStack;
+let caller: TestCaller;
+
+beforeAll(async () => {
+  stack = await TestStack.start();
+  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
+}, 120_000);
+
+afterAll(async () => {
+  await caller?.close();
+  await stack?.stop();
+});
+
+async function droidWith(projectId: string, key: Record<string, unknown>): Promise<string> {
+  const { session_id } = await caller.ok<{ session_id: string }>("session", {
+    action: "spawn",
+    project_id: projectId,
+    new_session: true,
+    ...key,
+  });
+  await caller.waitForOutput(session_id, (d) => d.op === "ready", 60_000);
+  return session_id;
+}
+
+async function toolNames(sessionId: string): Promise<string[]> {
+  const listed = await runStep(caller, sessionId, { op: "list_tools" });
+  return (listed.tools as { name: string }[]).map((t) => t.name);
+}
+
+describe("a droid with a key", () => {
+  it("sees and uses exactly what a project key allows", async () => {
+    const projectId = await caller.newProject();
+    const sessionId = await droidWith(projectId, { oubliette_access: "project" });
+    const waited = await runStep(caller, sessionId, {
+      op: "wait_tool",
+      name: "oubliette_workspace",
+      timeout_ms: 20_000,
+    });
+    expect(waited.found).toBe(true);
+    const names = await toolNames(sessionId);
+    expect(names).toEqual(
+      expect.arrayContaining(["oubliette_project", "oubliette_session", "oubliette_workspace"]),
+    );
+    expect(names).not.toContain("oubliette_token");
+    expect(names).not.toContain("oubliette_caller_tool_response");
+    const listed = await runStep(caller, sessionId, {
+      op: "call",
+      name: "oubliette_workspace",
+      arguments: { action: "list", project_id: projectId },
+    });
+    expect(listed.is_error).toBe(false);
+    expect(text(listed)).toContain("default");
+  }, 120_000);
+
+  it("is refused -32002 beyond a read-only key's scope, and -32001 once the key is revoked", async () => {
+    const projectId = await caller.newProject();
+    const minted = await caller.ok<{ token: string; token_id: string }>("token", {
+      action: "create",
+      name: "droid key",
+      scope: `project:${projectId}:ro`,
+    });
+    const sessionId = await droidWith(projectId, { oubliette_api_key: minted.token });
+    await runStep(caller, sessionId, { op: "wait_tool", name: "oubliette_session", timeout_ms: 20_000 });
+    const spawn = await runStep(caller, sessionId, {
+      op: "call",
+      name: "oubliette_session",
+      arguments: { action: "spawn", project_id: projectId },
+    });
+    expect(spawn.is_error).toBe(true);
+    expect(text(spawn)).toContain("-32002");
+    await caller.ok("token", { action: "revoke", token_id: minted.token_id });
+    // Within 5 s the key works nowhere.
+    const deadline = Date.now() + 5_000;
+    let last = "";
+    while (Date.now() < deadline) {
+      const call = await runStep(caller, sessionId, {
+        op: "call",
+        name: "oubliette_session",
+        arguments: { action: "list", project_id: projectId },
+      });
+      last = text(call);
+      if (last.includes("-32001")) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(last).toContain("-32001");
+  }, 120_000);
+});
