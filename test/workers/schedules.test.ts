@@ -10,6 +10,7 @@ import {
   alarmOf,
   completeTurn,
   createSchedule,
+  deleteSchedules,
   errorOf,
   historyOf,
   okOf,
@@ -33,11 +34,14 @@ beforeEach(async () => {
 
 afterEach(async () => {
   vi.useRealTimers();
+  await deleteSchedules(admin);
   await disconnectAll();
 });
 
 const call = (args: Record<string, unknown>) => callTool(admin, "schedule", args);
 const target = () => [{ project_id: projectId }];
+/** The sessions the host was asked to start in this test's project. */
+const startedHere = () => host.starts().filter((s) => s.project_id === projectId);
 const getInfo = async (id: string) => okOf(await call({ action: "get", schedule_id: id }));
 
 /** Issues a caller token with `scope` (as the admin); returns the token and its id. */
@@ -68,7 +72,7 @@ describe("a schedule's alarm", () => {
     });
     const sessionId = run?.session_ids[0] ?? "";
     expect(sessionId).toMatch(/^ses_/);
-    expect(host.starts().map((s) => s.session_id)).toContain(sessionId);
+    expect(startedHere().map((s) => s.session_id)).toContain(sessionId);
     const sessions = okOf(await callTool(admin, "session", { action: "list", project_id: projectId }));
     expect(sessions.sessions).toEqual([
       expect.objectContaining({ session_id: sessionId, source: `schedule:${id}`, owner_token_id: "admin" }),
@@ -125,7 +129,7 @@ describe("trigger and overlap", () => {
     const { id } = await createSchedule(admin, { cron_expr: "0 0 1 1 *", targets: target(), enabled: false });
     const run = await trigger(admin, id);
     expect(run).toMatchObject({ trigger: "manual", outcome: "started", scheduled_for: null });
-    expect(host.starts().map((s) => s.session_id)).toEqual(run.session_ids);
+    expect(startedHere().map((s) => s.session_id)).toEqual(run.session_ids);
     expect(await getInfo(id)).toMatchObject({ last_run: { run_id: run.run_id, outcome: "started" } });
   });
 
@@ -172,7 +176,7 @@ describe("trigger and overlap", () => {
     await until(async () => (await runOf(second.run_id))?.outcome === "started", "the queued run started");
     const s2 = (await runOf(second.run_id))?.session_ids[0] ?? "";
     expect(s2).not.toBe(s1);
-    expect(host.starts().map((s) => s.session_id)).toContain(s2);
+    expect(startedHere().map((s) => s.session_id)).toContain(s2);
     // The next one waits for that run's session now.
     expect((await runOf(third.run_id))?.outcome).toBe("queued");
     await completeTurn(s2, host.hostId);
@@ -193,7 +197,7 @@ describe("trigger and overlap", () => {
     const second = await trigger(admin, id);
     expect([first.outcome, second.outcome]).toEqual(["started", "started"]);
     expect(second.session_ids[0]).not.toBe(first.session_ids[0]);
-    expect(host.starts()).toHaveLength(2);
+    expect(startedHere()).toHaveLength(2);
   });
 
   it("session_behavior resume sends the prompt to the workspace's running session instead of spawning", async () => {
@@ -209,7 +213,7 @@ describe("trigger and overlap", () => {
     const run = await trigger(admin, id);
     expect(run).toMatchObject({ outcome: "started", session_ids: [running] });
     expect(run.targets[0]?.resumed).toBe(true);
-    expect(host.starts()).toHaveLength(1);
+    expect(startedHere()).toHaveLength(1);
     const events = okOf(await callTool(admin, "session", { action: "events", session_id: running }));
     expect(events.events).toContainEqual(
       expect.objectContaining({ type: "message_sent", text: "what changed?" }),
@@ -241,7 +245,7 @@ describe("the creator's authority", () => {
       disabled_reason: `token ${writer.id} was revoked`,
     });
     expect(await alarmOf(id)).toBeNull();
-    expect(host.starts()).toEqual([]);
+    expect(startedHere()).toEqual([]);
     // Turning it back on cannot help: it would run as the revoked token.
     expect(errorOf(await call({ action: "update", schedule_id: id, enabled: true }))).toMatchObject({
       code: "conflict",
@@ -255,6 +259,28 @@ describe("the creator's authority", () => {
     const run = await trigger(admin, id);
     expect(run).toMatchObject({ outcome: "failed", reason: `project ${projectId} no longer exists` });
     expect(await getInfo(id)).toMatchObject({ enabled: false });
+  });
+});
+
+describe("list", () => {
+  it("pages through a project's schedules in creation order", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await createSchedule(admin, { cron_expr: "0 0 1 1 *", targets: target() })).id);
+    }
+    const page = (cursor?: string) =>
+      call({ action: "list", project_id: projectId, limit: 2, ...(cursor ? { cursor } : {}) }).then(okOf);
+    const first = await page();
+    const idsOf = (p: Record<string, unknown>) =>
+      z
+        .array(z.object({ schedule_id: z.string() }))
+        .parse(p.schedules)
+        .map((s) => s.schedule_id);
+    expect(idsOf(first)).toEqual(ids.slice(0, 2));
+    const second = await page(z.string().parse(first.next_cursor));
+    expect(idsOf(second)).toEqual(ids.slice(2));
+    expect(second.next_cursor).toBeNull();
+    expect(errorOf(await call({ action: "list", cursor: "nonsense" })).code).toBe("invalid_arguments");
   });
 });
 

@@ -48,6 +48,18 @@ export const RunSchema = z.object({
 });
 export type Run = z.infer<typeof RunSchema>;
 
+const created: string[] = [];
+
+/**
+ * Deletes the schedules the test created (use in afterEach), so no queued run of one test starts
+ * on a later test's host.
+ */
+export async function deleteSchedules(mcp: string): Promise<void> {
+  for (const id of created.splice(0)) {
+    await callTool(mcp, "schedule", { action: "delete", schedule_id: id });
+  }
+}
+
 /** Creates a schedule with the schedule tool; returns its id and what create answered. */
 export async function createSchedule(
   mcp: string,
@@ -57,7 +69,9 @@ export async function createSchedule(
   const info = okOf(
     await callTool(mcp, "schedule", { action: "create", name: "test", prompt: "tick", ...args }, token),
   );
-  return { id: z.string().parse(info.schedule_id), info };
+  const id = z.string().parse(info.schedule_id);
+  created.push(id);
+  return { id, info };
 }
 
 /** The schedule's runs, newest first. */

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.js";
+import { capture, type Result } from "../errors.js";
 import { decodeCursor, encodeCursor } from "../objects/cursor.js";
 
 const SCHEMA = `
@@ -54,7 +55,11 @@ export class ScheduleDirectoryDurableObject extends DurableObject<Env> {
     projectId: string | null;
     cursor: string | null;
     limit: number;
-  }): Promise<DirectoryPage> {
+  }): Promise<Result<DirectoryPage>> {
+    return capture(() => this.#list(input));
+  }
+
+  #list(input: { only: string[] | null; projectId: string | null; cursor: string | null; limit: number }) {
     const after = input.cursor === null ? { createdAt: -1, id: "" } : decodeCursor(input.cursor);
     const only = input.only === null ? null : new Set(input.only);
     const rows = this.#sql

@@ -24,6 +24,10 @@ const ScheduleIdSchema = z
   .regex(/^sch_[0-9a-f]{24}$/, "schedule_id looks like sch_ followed by 24 hex digits")
   .describe("Schedule id (from schedule create or list).");
 
+/** The input and example of the actions that name just a schedule. */
+const ById = z.object({ schedule_id: ScheduleIdSchema });
+const BY_ID_EXAMPLE = { schedule_id: EXAMPLE_SCHEDULE };
+
 const fields = {
   name: z.string().min(1).max(128).describe("What the schedule is for."),
   cron_expr: z
@@ -141,12 +145,14 @@ export const scheduleTool = defineActionTool({
       }),
       async handler(args, ctx) {
         const visible = visibleProjects(ctx.principal);
-        const page = await objects.scheduleDirectory(ctx.env).list({
-          only: visible === null ? null : [...visible],
-          projectId: args.project_id ?? null,
-          cursor: args.cursor ?? null,
-          limit: args.limit,
-        });
+        const page = unwrap(
+          await objects.scheduleDirectory(ctx.env).list({
+            only: visible === null ? null : [...visible],
+            projectId: args.project_id ?? null,
+            cursor: args.cursor ?? null,
+            limit: args.limit,
+          }),
+        );
         const infos = await Promise.all(
           page.schedule_ids.map((id) => objects.schedule(ctx.env, id).info(ctx.principal)),
         );
@@ -161,8 +167,8 @@ export const scheduleTool = defineActionTool({
       access: "read",
       target: "project",
       timing: "sync",
-      example: { schedule_id: EXAMPLE_SCHEDULE },
-      input: z.object({ schedule_id: ScheduleIdSchema }),
+      example: BY_ID_EXAMPLE,
+      input: ById,
       async handler(args, ctx) {
         return found(args.schedule_id, await scheduleStub(ctx, args.schedule_id).info(ctx.principal));
       },
@@ -241,8 +247,8 @@ export const scheduleTool = defineActionTool({
       access: "write",
       target: "project",
       timing: "sync",
-      example: { schedule_id: EXAMPLE_SCHEDULE },
-      input: z.object({ schedule_id: ScheduleIdSchema }),
+      example: BY_ID_EXAMPLE,
+      input: ById,
       async handler(args, ctx) {
         return found(args.schedule_id, await scheduleStub(ctx, args.schedule_id).trigger(ctx.principal));
       },
@@ -252,8 +258,8 @@ export const scheduleTool = defineActionTool({
       access: "write",
       target: "project",
       timing: "sync",
-      example: { schedule_id: EXAMPLE_SCHEDULE },
-      input: z.object({ schedule_id: ScheduleIdSchema }),
+      example: BY_ID_EXAMPLE,
+      input: ById,
       async handler(args, ctx) {
         const deleted = found(
           args.schedule_id,
