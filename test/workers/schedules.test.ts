@@ -131,6 +131,15 @@ describe("trigger and overlap", () => {
     expect(run).toMatchObject({ trigger: "manual", outcome: "started", scheduled_for: null });
     expect(startedHere().map((s) => s.session_id)).toEqual(run.session_ids);
     expect(await getInfo(id)).toMatchObject({ last_run: { run_id: run.run_id, outcome: "started" } });
+    // The trigger is audited as the caller's, the run as the creator's.
+    const entriesOf = async () =>
+      z
+        .array(z.object({ action: z.string(), target: z.string().nullable(), outcome: z.string() }))
+        .parse(okOf(await callTool(admin, "audit", { action_prefix: "schedule." })).entries)
+        .filter((e) => e.target === id);
+    await until(async () => (await entriesOf()).length >= 3, "the audit log has the schedule's entries");
+    const entries = (await entriesOf()).map((e) => `${e.action} ${e.outcome}`);
+    expect(entries.sort()).toEqual(["schedule.create ok", "schedule.run (manual) ok", "schedule.trigger ok"]);
   });
 
   it("skip: a run while the previous run's session is busy is skipped; after its turn, runs start", async () => {

@@ -52,6 +52,7 @@ export class ScheduleDurableObject extends DurableObject<Env> {
       store: this.#store,
       record: () => this.#live(),
       disable: (reason) => this.#disable(reason),
+      waitUntil: (promise) => ctx.waitUntil(promise),
       log: () => this.#log,
     });
   }

@@ -20,6 +20,8 @@ export interface ScheduleRunsDeps {
   record(): ScheduleRecord | null;
   /** Turns the schedule off (its creator's authority is gone). */
   disable(reason: string): Promise<void>;
+  /** Keeps work after an answer alive (the audit write). */
+  waitUntil(promise: Promise<unknown>): void;
   log(): Log;
 }
 
@@ -240,7 +242,7 @@ export class ScheduleRuns {
         target: record.scheduleId,
         outcome: entry.outcome === "failed" ? "failed" : "ok",
       },
-      (promise) => void promise,
+      this.#d.waitUntil,
       log,
     );
   }
