@@ -91,6 +91,7 @@ describe("the permission matrix", () => {
   let projectB = "";
   let sessionA = "";
   let sessionToEnd = "";
+  let scheduleA = "";
 
   async function issue(
     admin: string,
@@ -125,6 +126,15 @@ describe("the permission matrix", () => {
     };
     sessionA = await spawnIn();
     sessionToEnd = await spawnIn();
+    const schedule = await callTool(admin, "schedule", {
+      action: "create",
+      name: "matrix",
+      cron_expr: "0 0 1 1 *",
+      prompt: "matrix run",
+      targets: [{ project_id: projectA }],
+      overlap_behavior: "parallel",
+    });
+    scheduleA = z.string().parse(schedule.structuredContent?.schedule_id);
     const scopeOf: Record<Exclude<Kind, "expired" | "revoked">, string> = {
       admin: "admin",
       "admin:ro": "admin:ro",
@@ -155,6 +165,8 @@ describe("the permission matrix", () => {
     if (row.tool.single === undefined) args.action = row.name;
     if ("project_id" in args) args.project_id = projectA;
     if ("session_id" in args) args.session_id = row.label === "session.end" ? sessionToEnd : sessionA;
+    if ("schedule_id" in args) args.schedule_id = scheduleA;
+    if (Array.isArray(args.targets)) args.targets = args.targets.map((t) => ({ ...t, project_id: projectA }));
     if (typeof args.scope === "string" && args.scope.startsWith("project:"))
       args.scope = `project:${projectA}:ro`;
     if (row.label === "project.create") args.name = `matrix-${crypto.randomUUID().slice(0, 8)}`;

@@ -5,6 +5,8 @@ import type { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
 import type { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
 import type { ProjectDirectoryDurableObject } from "./projects/project-directory-do.js";
 import type { ProjectDurableObject } from "./projects/project-do.js";
+import type { ScheduleDirectoryDurableObject } from "./schedules/schedule-directory-do.js";
+import type { ScheduleDurableObject } from "./schedules/schedule-do.js";
 import type { SessionDurableObject } from "./session/session-do.js";
 import type { TokenDirectoryDurableObject } from "./tokens/token-directory-do.js";
 
@@ -17,6 +19,8 @@ export interface Env {
   PROJECT_DIRECTORY: DurableObjectNamespace<ProjectDirectoryDurableObject>;
   TOKENS: DurableObjectNamespace<TokenDirectoryDurableObject>;
   AUDIT: DurableObjectNamespace<AuditLogDurableObject>;
+  SCHEDULES: DurableObjectNamespace<ScheduleDurableObject>;
+  SCHEDULE_DIRECTORY: DurableObjectNamespace<ScheduleDirectoryDurableObject>;
   /** Admin caller token (secret). Or give OUBLIETTE_ADMIN_TOKEN_SHA256 to keep only its hash. */
   OUBLIETTE_ADMIN_TOKEN?: string;
   OUBLIETTE_ADMIN_TOKEN_SHA256?: string;

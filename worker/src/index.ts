@@ -6,6 +6,8 @@ export { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
 export { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
 export { ProjectDirectoryDurableObject } from "./projects/project-directory-do.js";
 export { ProjectDurableObject } from "./projects/project-do.js";
+export { ScheduleDirectoryDurableObject } from "./schedules/schedule-directory-do.js";
+export { ScheduleDurableObject } from "./schedules/schedule-do.js";
 export { SessionDurableObject } from "./session/session-do.js";
 export { TokenDirectoryDurableObject } from "./tokens/token-directory-do.js";
 

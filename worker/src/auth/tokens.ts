@@ -205,3 +205,30 @@ export async function stillValid(env: Env, principal: Principal): Promise<boolea
   }
   return active;
 }
+
+/** A caller token's authority now, by id: its principal, or why it no longer has any. */
+export type Authority = { ok: true; principal: CallerPrincipal } | { ok: false; reason: string };
+
+/**
+ * Resolves a caller token by its id rather than a presented secret, for work done later with its
+ * authority (a schedule's runs). `issued` says where the id lives: the token directory (revocable,
+ * may expire) or the configuration. Not cached: such work is rare and must see a revocation.
+ */
+export async function principalById(env: Env, tokenId: string, issued: boolean): Promise<Authority> {
+  if (!issued) {
+    const record = (await tokensFor(env)).find((r) => r.id === tokenId && r.kind === "caller");
+    return record
+      ? { ok: true, principal: { kind: "caller", tokenId, scopes: record.scopes } }
+      : { ok: false, reason: `token ${tokenId} is no longer configured` };
+  }
+  const match = await objects.tokens(env).match(tokenId);
+  if (match === null || match.kind !== "caller") {
+    return { ok: false, reason: `token ${tokenId} no longer exists` };
+  }
+  const now = Date.now();
+  if (match.status === "revoked") return { ok: false, reason: `token ${tokenId} was revoked` };
+  if (match.status === "expired" || (match.expiresAt !== null && match.expiresAt <= now)) {
+    return { ok: false, reason: `token ${tokenId} expired` };
+  }
+  return { ok: true, principal: { kind: "caller", tokenId, scopes: match.scopes, issued: true } };
+}

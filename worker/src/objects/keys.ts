@@ -22,4 +22,8 @@ export const objects = {
   projectDirectory: (env: Env) => env.PROJECT_DIRECTORY.get(env.PROJECT_DIRECTORY.idFromName(GLOBAL)),
   /** Every mutating call, for admins to read. */
   audit: (env: Env) => env.AUDIT.get(env.AUDIT.idFromName(GLOBAL)),
+  /** One schedule: its settings, alarm, run history and queued runs. */
+  schedule: (env: Env, scheduleId: string) => env.SCHEDULES.get(env.SCHEDULES.idFromName(scheduleId)),
+  /** Schedule ids and their projects, for `schedule list`. */
+  scheduleDirectory: (env: Env) => env.SCHEDULE_DIRECTORY.get(env.SCHEDULE_DIRECTORY.idFromName(GLOBAL)),
 };

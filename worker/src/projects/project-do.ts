@@ -3,6 +3,7 @@ import { randomHex } from "../auth/digest.js";
 import type { Env } from "../env.js";
 import { AppError, capture, fail, ok, type Result } from "../errors.js";
 import { createLog } from "../log.js";
+import { decodeCursor, encodeCursor } from "../objects/cursor.js";
 import { objects } from "../objects/keys.js";
 import { DEFAULT_WORKSPACE, type Limits, type ProjectConfig } from "./project-config.js";
 import { type IndexedStatus, ProjectStore, type SessionEntry, type WorkspaceEntry } from "./project-store.js";
@@ -176,7 +177,8 @@ export class ProjectDurableObject extends DurableObject<Env> {
   }): Promise<Result<{ sessions: SessionListing[]; next_cursor: string | null }>> {
     return capture(() => {
       const project = this.#require();
-      const after = input.cursor === null ? null : decodeCursor(input.cursor);
+      const position = input.cursor === null ? null : decodeCursor(input.cursor);
+      const after = position && { createdAt: position.createdAt, sessionId: position.id };
       const rows = this.#store.listSessions({
         status: input.status,
         ownerTokenId: input.ownerTokenId,
@@ -329,18 +331,4 @@ export class ProjectDurableObject extends DurableObject<Env> {
       workspaces: this.#store.workspaces().length,
     };
   }
-}
-
-function encodeCursor(createdAt: number, sessionId: string): string {
-  return btoa(JSON.stringify([createdAt, sessionId]));
-}
-
-function decodeCursor(cursor: string): { createdAt: number; sessionId: string } {
-  try {
-    const [createdAt, sessionId] = JSON.parse(atob(cursor)) as unknown[];
-    if (typeof createdAt === "number" && typeof sessionId === "string") return { createdAt, sessionId };
-  } catch {
-    // fall through
-  }
-  throw new AppError("invalid_arguments", "cursor is not one this listing returned");
 }

@@ -23,6 +23,9 @@ import { SessionStore } from "./session-store.js";
 import { SubscriberSockets } from "./subscriber-sockets.js";
 import type { CreateSessionInput, PresenceChange, RespondInput, SendMessageInput, Via } from "./types.js";
 
+/** Schedules one session tells when it goes idle; more wait for their next alarm instead. */
+const MAX_IDLE_WATCHERS = 16;
+
 /**
  * One per agent session: a thin RPC shell over its parts. Owns the session record (owner, caller
  * id and tools, status, host), the event log, the caller tool calls with their deadlines (one
@@ -291,6 +294,21 @@ export class SessionDurableObject extends DurableObject<Env> {
     await this.#finish("lost", reason, { placementReleased: true });
   }
 
+  /**
+   * Whether the session is live with a turn or a caller tool call in flight. When it is and
+   * `scheduleId` is given, that schedule is told (`sessionIdle`) once it no longer is.
+   */
+  async turnBusy(scheduleId: string | null): Promise<boolean> {
+    const record = this.#record;
+    if (!record || !isLive(record.status) || !this.#lifetime.busy()) return false;
+    const watchers = record.idleWatchers ?? [];
+    if (scheduleId !== null && !watchers.includes(scheduleId) && watchers.length < MAX_IDLE_WATCHERS) {
+      record.idleWatchers = [...watchers, scheduleId];
+      this.#save();
+    }
+    return true;
+  }
+
   /** The session's status, or null when this object holds no session. */
   async status(): Promise<SessionStatus | null> {
     return this.#record?.status ?? null;
@@ -457,6 +475,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     }
     this.#save();
     this.#scheduleAlarm();
+    this.#tellIdleWatchers();
     // After the answer (which acknowledges the events to the runner) has gone out.
     if (ending) {
       const [status, reason] = ending;
@@ -498,6 +517,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     const why = status === "lost" ? "host_lost" : "session_ended";
     this.#calls.failAll(failure(why, `session ${record.sessionId} ended: ${reason}`));
     this.#events.emit({ type: "session_ended", reason });
+    this.#tellIdleWatchers();
     if (record.issuedTokenId) await this.#revokeIssuedKey(record.issuedTokenId);
     this.#tunnel.close(1000, "session ended");
     this.#subscribers.closeAll(1000, "session ended");
@@ -547,6 +567,26 @@ export class SessionDurableObject extends DurableObject<Env> {
         .record(entry)
         .catch((err: unknown) =>
           this.#log.error("could not write the audit log", { error: errorMessage(err) }),
+        );
+    }
+  }
+
+  /** Tells the schedules waiting for this session that it is idle (best effort: they re-ask at their next alarm). */
+  #tellIdleWatchers(): void {
+    const record = this.#requireRecord();
+    const watchers = record.idleWatchers ?? [];
+    if (watchers.length === 0 || (isLive(record.status) && this.#lifetime.busy())) return;
+    record.idleWatchers = [];
+    this.#save();
+    for (const scheduleId of watchers) {
+      objects
+        .schedule(this.env, scheduleId)
+        .sessionIdle(record.sessionId)
+        .catch((err: unknown) =>
+          this.#log.warn("could not tell a schedule the session is idle", {
+            schedule: scheduleId,
+            error: errorMessage(err),
+          }),
         );
     }
   }

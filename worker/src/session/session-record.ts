@@ -39,6 +39,8 @@ export interface SessionRecord {
   completedTurnSeq: number;
   /** When the owner's last plain SSE/WebSocket subscriber went away (epoch ms), for the grace period. */
   plainDroppedAt: number | null;
+  /** Schedules waiting for this session to be idle (their queued runs start then). */
+  idleWatchers?: string[];
 }
 
 /** What `session get` (and spawn) return. */

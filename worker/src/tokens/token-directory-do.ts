@@ -67,6 +67,17 @@ export function tokenInfo(row: TokenRow, now: number): TokenInfo {
   };
 }
 
+function matchOf(row: TokenRow, now: number): TokenMatch {
+  return {
+    tokenId: row.id,
+    kind: row.kind,
+    scopes: row.scopes,
+    hostId: row.hostId,
+    status: statusOf(row, now),
+    expiresAt: row.expiresAt,
+  };
+}
+
 /**
  * The directory of issued tokens (caller and host tokens; the bootstrap tokens of the
  * configuration are not here). It is asked only when a presented token is not in an isolate's
@@ -113,18 +124,17 @@ export class TokenDirectoryDurableObject extends DurableObject<Env> {
     const row = this.#store.byHash(sha256);
     if (!row) return null;
     const now = Date.now();
-    const status = statusOf(row, now);
-    if (status === "active" && (row.lastUsedAt === null || now - row.lastUsedAt >= TOUCH_EVERY_MS)) {
+    const match = matchOf(row, now);
+    if (match.status === "active" && (row.lastUsedAt === null || now - row.lastUsedAt >= TOUCH_EVERY_MS)) {
       this.#store.touch(row.id, now);
     }
-    return {
-      tokenId: row.id,
-      kind: row.kind,
-      scopes: row.scopes,
-      hostId: row.hostId,
-      status,
-      expiresAt: row.expiresAt,
-    };
+    return match;
+  }
+
+  /** A token by id, for acting later with its authority (a schedule's runs); not a use of it. */
+  async match(tokenId: string): Promise<TokenMatch | null> {
+    const row = this.#store.byId(tokenId);
+    return row ? matchOf(row, Date.now()) : null;
   }
 
   async status(tokenId: string): Promise<TokenStatus | "unknown"> {

@@ -7,6 +7,7 @@ import { imageRebuildTool } from "./image-rebuild-tool.js";
 import { projectChangesTool, projectTasksTool } from "./openspec-tools.js";
 import { projectTool } from "./project-tool.js";
 import { ToolRegistry } from "./registry.js";
+import { scheduleTool } from "./schedule-tool.js";
 import { sessionTool } from "./session-tool.js";
 import { tokenTool } from "./token-tool.js";
 import { workspaceTool } from "./workspace-tool.js";
@@ -17,6 +18,7 @@ export const toolDefinitions = [
   sessionTool,
   containerTool,
   workspaceTool,
+  scheduleTool,
   tokenTool,
   hostTool,
   auditTool,

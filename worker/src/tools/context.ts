@@ -1,3 +1,5 @@
+import { project, requireAccess } from "../auth/access.js";
+import type { Access } from "../auth/scopes.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import type { Log } from "../log.js";
@@ -20,4 +22,29 @@ export interface ToolContext {
   /** Records what the call acted on, for the audit log (e.g. the id of what it created). */
   auditTarget(target: string): void;
   log: Log;
+}
+
+/**
+ * A context for work no MCP call drives (a schedule's run), with `principal`'s authority. There
+ * is no MCP session to follow the work, and the caller audits it itself.
+ */
+export function backgroundContext(input: {
+  env: Env;
+  principal: CallerPrincipal;
+  access: Access;
+  /** What the work is, for refusals ("run schedule sch_…"). */
+  what: string;
+  log: Log;
+}): ToolContext {
+  const { env, principal, access, what, log } = input;
+  return {
+    env,
+    principal,
+    mcp: null,
+    log,
+    authorizeProject(projectId) {
+      requireAccess(principal, access, project(projectId), what);
+    },
+    auditTarget() {},
+  };
 }

@@ -1,0 +1,164 @@
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+import { checkSize, type SizedKind } from "../../../protocol/limits.js";
+import { randomHex } from "../auth/digest.js";
+import { config } from "../env.js";
+import { AppError, type Result, unwrap } from "../errors.js";
+import { objects } from "../objects/keys.js";
+import { projectSpec, sessionAgent, workspaceSetup } from "../projects/project-config.js";
+import { droidKey, type OublietteAccess } from "../session/droid-key.js";
+import type { CallerDeclaration } from "../session/types.js";
+import type { ToolContext } from "./context.js";
+import { invalidJsonSchema } from "./input-schema-check.js";
+
+/**
+ * Starting a session, or resuming the workspace's running one: the seed's spawn semantics, shared
+ * by the session tool (`spawn`, `message` by project) and by schedules.
+ */
+
+export type CallerFields = {
+  caller_id?: string | undefined;
+  caller_tools?: CallerDeclaration["tools"] | undefined;
+  context?:
+    | { caller_id?: string | undefined; caller_tools?: CallerDeclaration["tools"] | undefined }
+    | undefined;
+};
+
+/** Merges the two declaration forms; giving the same field both ways with different values is an error. */
+export function callerDeclaration(args: CallerFields): CallerDeclaration | null {
+  const pick = <T>(name: string, top: T | undefined, inContext: T | undefined): T | undefined => {
+    if (top !== undefined && inContext !== undefined && JSON.stringify(top) !== JSON.stringify(inContext)) {
+      throw new AppError(
+        "invalid_arguments",
+        `${name} is given both top-level and in context, with different values`,
+      );
+    }
+    return top ?? inContext;
+  };
+  const callerId = pick("caller_id", args.caller_id, args.context?.caller_id);
+  const tools = pick("caller_tools", args.caller_tools, args.context?.caller_tools);
+  if (callerId === undefined && tools === undefined) return null;
+  if (callerId === undefined) throw new AppError("invalid_arguments", "caller_tools needs a caller_id");
+  const declaration = { callerId, tools: tools ?? [] };
+  requireFits("declaration", { caller_id: declaration.callerId, caller_tools: declaration.tools });
+  declaration.tools.forEach((tool, i) => {
+    if (tool.inputSchema === undefined) return;
+    const problem = invalidJsonSchema(tool.inputSchema);
+    if (problem !== null) {
+      throw new AppError(
+        "invalid_arguments",
+        `caller_tools[${i}] (${tool.name}): inputSchema is not a valid JSON Schema: ${problem}`,
+      );
+    }
+  });
+  return declaration;
+}
+
+/** Refuses input over its budget (protocol/limits.ts) with a too_large error naming the limit. */
+export function requireFits(kind: SizedKind, value: unknown): void {
+  const tooLarge = checkSize(kind, value);
+  if (tooLarge) throw new AppError("too_large", tooLarge.message);
+}
+
+export function sessionStub(ctx: ToolContext, sessionId: string) {
+  return objects.session(ctx.env, sessionId);
+}
+
+/** Unwraps a session RPC result and subscribes the calling MCP session to the session. */
+export function settled<T>(ctx: ToolContext, sessionId: string, result: Result<T>): T {
+  const value = unwrap(result);
+  ctx.mcp?.remember(sessionId);
+  return value;
+}
+
+export interface SpawnArgs extends CallerFields {
+  project_id: string;
+  workspace_id?: string | undefined;
+  create_workspace: boolean;
+  new_session: boolean;
+  external_id?: string | undefined;
+  source?: string | undefined;
+  agent?: AgentRuntime | undefined;
+  model?: string | undefined;
+  oubliette_access?: OublietteAccess | undefined;
+  oubliette_api_key?: string | undefined;
+  prompt?: string | undefined;
+  caller_timeout_seconds?: number | undefined;
+}
+
+/** Spawn, or resume the workspace's running session: the seed's semantics, shared with `message`. */
+export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
+  ctx.authorizeProject(args.project_id);
+  const cfg = config(ctx.env);
+  const timeoutMs =
+    args.caller_timeout_seconds === undefined ? cfg.callerTimeoutMs : args.caller_timeout_seconds * 1000;
+  if (timeoutMs > cfg.maxCallerTimeoutMs) {
+    throw new AppError(
+      "invalid_arguments",
+      `caller_timeout_seconds may be at most ${cfg.maxCallerTimeoutMs / 1000}`,
+    );
+  }
+  if (args.prompt !== undefined) requireFits("message", args.prompt);
+  const caller = callerDeclaration(args);
+  const sessionId = `ses_${randomHex(12)}`;
+  const plan = unwrap(
+    await objects.project(ctx.env, args.project_id).openSession({
+      sessionId,
+      workspaceId: args.workspace_id ?? null,
+      createWorkspace: args.create_workspace,
+      newSession: args.new_session,
+      ownerTokenId: ctx.principal.tokenId,
+      externalId: args.external_id ?? null,
+      source: args.source ?? null,
+    }),
+  );
+  if (plan.kind === "resume") {
+    ctx.auditTarget(plan.sessionId);
+    const stub = sessionStub(ctx, plan.sessionId);
+    if (args.prompt === undefined && caller === null) {
+      return {
+        ...settled(ctx, plan.sessionId, await stub.getInfo(ctx.principal, ctx.mcp?.via ?? null)),
+        resumed: true,
+      };
+    }
+    const sent = settled(
+      ctx,
+      plan.sessionId,
+      await stub.sendMessage({
+        principal: ctx.principal,
+        message: args.prompt ?? null,
+        caller,
+        via: ctx.mcp?.via ?? null,
+      }),
+    );
+    return { ...sent.session, message_seq: sent.message_seq, resumed: true };
+  }
+  ctx.auditTarget(sessionId);
+  const key = await droidKey(
+    ctx.env,
+    { access: args.oubliette_access ?? "none", apiKey: args.oubliette_api_key },
+    {
+      sessionId,
+      projectId: args.project_id,
+      owner: ctx.principal,
+      lifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
+    },
+  );
+  const result = await sessionStub(ctx, sessionId).create({
+    sessionId,
+    projectId: args.project_id,
+    workspaceId: plan.workspaceId,
+    owner: ctx.principal,
+    caller,
+    callerTimeoutMs: timeoutMs,
+    prompt: args.prompt ?? null,
+    image: plan.config.image ?? null,
+    project: projectSpec(plan.config),
+    workspace: workspaceSetup(plan.config, plan.workspaceId),
+    agent: sessionAgent(plan.config, args),
+    droidKey: key,
+    via: ctx.mcp?.via ?? null,
+    idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
+    maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
+  });
+  return { ...settled(ctx, sessionId, result), resumed: false };
+}
