@@ -15,6 +15,7 @@ import { EventLog } from "./event-log.js";
 import { HostTunnel } from "./host-tunnel.js";
 import { Lifetime } from "./lifetime.js";
 import { McpFanout } from "./mcp-fanout.js";
+import type { NestInfo } from "./nesting.js";
 import { failure } from "./outcomes.js";
 import { Presence } from "./presence.js";
 import { NotOwnerError, SessionEndedError, SessionNotFoundError } from "./session-errors.js";
@@ -157,6 +158,9 @@ export class SessionDurableObject extends DurableObject<Env> {
       image: input.image,
       agent: input.agent,
       issuedTokenId: input.droidKey?.issuedTokenId ?? null,
+      parentId: input.parent?.sessionId ?? null,
+      depth: input.parent?.depth ?? 0,
+      children: [],
       usage: null,
       createdAt: new Date().toISOString(),
       endedAt: null,
@@ -315,6 +319,46 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   /** Ends the session for the system (its project was deleted, say); no principal to check. */
+  /** What a child session needs to know of this one, its parent (nesting.ts). */
+  async nestInfo(): Promise<Result<NestInfo>> {
+    return capture(async () => {
+      const record = this.#requireRecord();
+      const children = record.children ?? [];
+      const statuses = await Promise.all(
+        children.map((id) =>
+          objects
+            .session(this.env, id)
+            .liveStatus()
+            .catch(() => null),
+        ),
+      );
+      return {
+        projectId: record.projectId,
+        workspaceId: record.workspaceId,
+        depth: record.depth ?? 0,
+        liveChildren: statuses.filter((s) => s !== null && isLive(s)).length,
+        live: isLive(record.status),
+      };
+    });
+  }
+
+  /** A child this session's droid started: it ends with this session. */
+  async addChild(childId: string): Promise<Result<void>> {
+    return capture(() => {
+      const record = this.#requireRecord();
+      record.children = [...(record.children ?? []).filter((id) => id !== childId), childId];
+      this.#save();
+      // Started just as this one ended: it goes too.
+      if (!isLive(record.status))
+        void objects.session(this.env, childId).terminate(`its parent session ${record.sessionId} has ended`);
+    });
+  }
+
+  /** This session's status, or null when it does not exist. */
+  async liveStatus(): Promise<SessionStatus | null> {
+    return this.#record?.status ?? null;
+  }
+
   /** Interrupts the droid's turn in flight; the session stays (writers of the project may). */
   async interrupt(
     principal: CallerPrincipal,
@@ -519,6 +563,16 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#events.emit({ type: "session_ended", reason });
     this.#tellIdleWatchers();
     if (record.issuedTokenId) await this.#revokeIssuedKey(record.issuedTokenId);
+    // Its children end with it (each ends its own, and so on down).
+    for (const childId of record.children ?? [])
+      this.ctx.waitUntil(
+        objects
+          .session(this.env, childId)
+          .terminate(`its parent session ${record.sessionId} ended: ${reason}`)
+          .catch((err: unknown) =>
+            this.#log.warn("could not end a child session", { child: childId, error: errorMessage(err) }),
+          ),
+      );
     this.#tunnel.close(1000, "session ended");
     this.#subscribers.closeAll(1000, "session ended");
     if (record.hostId && !options.placementReleased) await this.#releaseHost(record.sessionId, reason);
@@ -640,6 +694,9 @@ export class SessionDurableObject extends DurableObject<Env> {
       status: r.status,
       host_id: r.hostId,
       runtime: r.runtime,
+      parent_session_id: r.parentId ?? null,
+      depth: r.depth ?? 0,
+      children: r.children ?? [],
       agent: r.agent?.runtime ?? "scripted",
       model: r.agent?.model ?? null,
       usage: r.usage ?? null,

@@ -20,6 +20,10 @@ export interface SessionRecord {
   image: string | null;
   /** The agent the session runs (absent in records older than agent runtimes: the scripted droid). */
   agent?: SessionAgentSpec;
+  /** The session whose droid started this one (null: a caller did), its depth, and its own children. */
+  parentId?: string | null;
+  depth?: number;
+  children?: string[];
   /** The API key the server issued for this session's droid; revoked when the session ends. */
   issuedTokenId?: string | null;
   /** Model usage as the host's proxy metered it (null until the first report). */
@@ -51,6 +55,9 @@ export interface SessionInfo {
   status: SessionStatus;
   host_id: string | null;
   runtime: string | null;
+  parent_session_id: string | null;
+  depth: number;
+  children: string[];
   /** The agent runtime (scripted, claude, droid, …) and its model. */
   agent: string;
   model: string | null;

@@ -35,6 +35,8 @@ export interface CreateSessionInput {
   agent: SessionAgentSpec;
   /** The droid's key for Oubliette's tools (its environment), if it gets one. */
   droidKey: DroidKey | null;
+  /** The session whose droid started this one, and this one's depth (absent: depth 0). */
+  parent?: { sessionId: string; depth: number } | null;
   /** From the project's limits; 0 turns a rule off. */
   idleTimeoutMs: number;
   maxLifetimeMs: number;
