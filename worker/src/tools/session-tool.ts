@@ -14,11 +14,12 @@ import {
   WorkspaceIdSchema,
   workspaceSetup,
 } from "../projects/project-config.js";
-import type { CallerDeclaration } from "../session/types.js";
+import { CALLER_PRESENCE, type CallerDeclaration, type CallerPresence } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
+import { waitForEvents } from "./wait-for-events.js";
 
 const SessionIdSchema = SessionIdFormat.describe("Session id returned by spawn.");
 
@@ -35,9 +36,18 @@ const callerFields = {
     .catchall(z.unknown())
     .optional()
     .describe("Session context; may carry caller_id and caller_tools instead of the top-level fields."),
+  caller_presence: z
+    .enum(CALLER_PRESENCE)
+    .optional()
+    .describe(
+      "What your absence does to the droid's waiting calls: stream (default), they fail seconds after your " +
+        "last event stream closes; deadline, they wait for your answer until their deadline (for callers that " +
+        "come and go, e.g. one-shot CLI runs).",
+    ),
 };
 
 type CallerFields = {
+  caller_presence?: CallerPresence | undefined;
   caller_id?: string | undefined;
   caller_tools?: CallerDeclaration["tools"] | undefined;
   context?:
@@ -160,7 +170,7 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   if (plan.kind === "resume") {
     ctx.auditTarget(plan.sessionId);
     const stub = sessionStub(ctx, plan.sessionId);
-    if (args.prompt === undefined && caller === null) {
+    if (args.prompt === undefined && caller === null && args.caller_presence === undefined) {
       return {
         ...settled(ctx, plan.sessionId, await stub.getInfo(ctx.principal, ctx.mcp?.via ?? null)),
         resumed: true,
@@ -173,6 +183,7 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
         principal: ctx.principal,
         message: args.prompt ?? null,
         caller,
+        callerPresence: args.caller_presence ?? null,
         via: ctx.mcp?.via ?? null,
       }),
     );
@@ -186,6 +197,7 @@ async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     owner: ctx.principal,
     caller,
     callerTimeoutMs: timeoutMs,
+    callerPresence: args.caller_presence ?? "stream",
     prompt: args.prompt ?? null,
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
@@ -203,7 +215,8 @@ export const sessionTool = defineActionTool({
   title: "Droid sessions",
   description:
     "Start a droid in a project's container, send it messages, lend it your tools and read its events. " +
-    "Events (including caller_tool_request) also arrive as notifications/message on your MCP stream.",
+    "Events (including caller_tool_request) also arrive as notifications/message on your MCP stream; " +
+    "if you cannot see those, poll events with wait_seconds, or pending, and answer with caller_tool_response.",
   actions: {
     spawn: action({
       description:
@@ -261,13 +274,14 @@ export const sessionTool = defineActionTool({
         }
         const sessionId = args.session_id as string;
         const caller = callerDeclaration(args);
-        if (args.message === undefined && caller === null) {
-          throw new AppError("invalid_arguments", "give a message, caller tools, or both");
+        if (args.message === undefined && caller === null && args.caller_presence === undefined) {
+          throw new AppError("invalid_arguments", "give a message, caller tools or caller_presence");
         }
         const result = await sessionStub(ctx, sessionId).sendMessage({
           principal: ctx.principal,
           message: args.message ?? null,
           caller,
+          callerPresence: args.caller_presence ?? null,
           via: ctx.mcp?.via ?? null,
         });
         return settled(ctx, sessionId, result);
@@ -288,7 +302,9 @@ export const sessionTool = defineActionTool({
       },
     }),
     get: action({
-      description: "Get a session's status, workspace, host, caller tools and pending requests.",
+      description:
+        "Get a session's status, workspace, host, caller tools and the caller tool requests waiting for your " +
+        "answer (open_requests).",
       access: "read",
       target: "project",
       timing: "sync",
@@ -326,7 +342,10 @@ export const sessionTool = defineActionTool({
       },
     }),
     events: action({
-      description: "Read the session's events from since_index on (each event has an index).",
+      description:
+        "Read the session's events from since_index on (each event has an index); pass next_index as the " +
+        "next since_index. With wait_seconds it waits (sync, up to 50 s) until an event comes: poll it this " +
+        "way to see caller_tool_request events if your client does not show you notifications.",
       access: "read",
       target: "project",
       timing: "sync",
@@ -346,15 +365,36 @@ export const sessionTool = defineActionTool({
           .max(1000)
           .default(100)
           .describe("Most events to return (default 100)."),
+        wait_seconds: z
+          .number()
+          .min(0)
+          .max(50)
+          .default(0)
+          .describe(
+            "When no event from since_index on exists yet, wait up to this long for one (default 0: answer at once).",
+          ),
       }),
       async handler(args, ctx) {
         const stub = sessionStub(ctx, args.session_id);
-        const result = await stub.readEvents(
-          ctx.principal,
-          args.since_index,
-          args.limit,
-          ctx.mcp?.via ?? null,
+        const via = ctx.mcp?.via ?? null;
+        const result = await waitForEvents(
+          (waitMs) => stub.readEvents(ctx.principal, args.since_index, args.limit, via, waitMs),
+          { since: args.since_index, waitSeconds: args.wait_seconds, mcp: ctx.mcp },
         );
+        return settled(ctx, args.session_id, result);
+      },
+    }),
+    pending: action({
+      description:
+        "List the droid's caller tool requests that wait for your answer (request_id, tool, arguments, " +
+        "deadline); answer each with caller_tool_response.",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { session_id: EXAMPLE_SESSION },
+      input: z.object({ session_id: SessionIdSchema }),
+      async handler(args, ctx) {
+        const result = await sessionStub(ctx, args.session_id).pending(ctx.principal, ctx.mcp?.via ?? null);
         return settled(ctx, args.session_id, result);
       },
     }),
