@@ -50,10 +50,13 @@ mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
         sessionId,
         fresh: presented === undefined,
         contentType: c.req.header("content-type") ?? "",
+        acceptsSse: (c.req.header("accept") ?? "").toLowerCase().includes("text/event-stream"),
         protocolVersion,
         body: body?.text ?? "",
       });
-      return toResponse(reply);
+      if (reply.streamId === undefined) return toResponse(reply);
+      const claim = new Request(c.req.url, { headers: { accept: "text/event-stream" } });
+      return stub.fetch(forward(claim, principal, `/mcp/answers/${reply.streamId}`));
     }
     case "DELETE":
       return toResponse(await stub.end({ principal, protocolVersion }));

@@ -29,6 +29,12 @@ export interface HttpReply {
   status: number;
   headers?: Record<string, string>;
   body?: string;
+  /**
+   * The answer is an SSE stream held by the MCP session object: the Worker fetches it from there
+   * (`/mcp/answers/<id>`). A fetched stream, unlike one returned over RPC, tells the object when
+   * the client goes away.
+   */
+  streamId?: string;
 }
 
 /** A JSON body with its content type. */

@@ -20,6 +20,7 @@ import { objects } from "../objects/keys.js";
 import { TOKEN_RECHECK_MS } from "../session/subscriber-sockets.js";
 import type { PresenceChange } from "../session/types.js";
 import { SSE_HEADERS, SseStream } from "../streams/sse.js";
+import { AnswerStreams } from "./answer-streams.js";
 import {
   type HttpReply,
   jsonReply,
@@ -32,6 +33,7 @@ import {
 import { type McpMeta, passesLevel } from "./mcp-meta.js";
 import { handleMethod } from "./methods.js";
 import { McpStore } from "./outbox.js";
+import { PostReply } from "./post-reply.js";
 import { isSupportedVersion, negotiateVersion } from "./protocol-version.js";
 
 /** What the Worker passes for a POST /mcp. */
@@ -41,6 +43,8 @@ export interface McpPostInput {
   /** The Worker minted `sessionId` for this request (only initialize may start a session). */
   fresh: boolean;
   contentType: string;
+  /** The client's Accept lists text/event-stream: an answer may come as an SSE stream. */
+  acceptsSse: boolean;
   protocolVersion: string | null;
   body: string;
 }
@@ -50,9 +54,12 @@ const IDLE_TTL_MS = 60 * 60_000;
 const SERVER_INFO = { name: "oubliette-edge", version: "0.1.0" };
 const INSTRUCTIONS =
   "Oubliette runs droids (AI coding agents) in containers. Use the session tool to spawn one and " +
-  "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: its calls " +
-  "arrive as notifications/message (logger oubliette.caller_tool, data.type caller_tool_request); " +
-  "answer each with caller_tool_response.";
+  "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: each call " +
+  "is a caller_tool_request event (request_id, tool, arguments, deadline); answer it with " +
+  "caller_tool_response before its deadline. Events arrive as notifications/message (logger " +
+  "oubliette.caller_tool for requests). If you cannot see notifications, poll session events with " +
+  "wait_seconds (since_index = the last next_index) or call session pending, then answer. If you " +
+  "leave between turns, spawn with caller_presence deadline so requests wait for you.";
 
 /**
  * One per MCP Streamable HTTP session (`Mcp-Session-Id`). Owns the session's protocol state,
@@ -62,6 +69,7 @@ const INSTRUCTIONS =
  */
 export class McpSessionDurableObject extends DurableObject<Env> {
   readonly #store: McpStore;
+  readonly #answers = new AnswerStreams();
   #meta: McpMeta | null;
   #stream: SseStream | null = null;
   #log: Log;
@@ -74,11 +82,16 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(() => this.#store.load());
   }
 
-  /** GET: the session's event stream (a streamed response, so it stays a fetch). */
+  /**
+   * GET: the session's event stream, or a POST's answer that turned into a stream (streamed
+   * responses, so they stay fetches).
+   */
   override async fetch(request: Request): Promise<Response> {
     const principal = principalOf(request);
     if (principal?.kind !== "caller") return new Response("forbidden", { status: 403 });
     if (request.method !== "GET") return new Response("method not allowed", { status: 405 });
+    const answer = /^\/mcp\/answers\/([0-9a-f-]{36})$/.exec(new URL(request.url).pathname);
+    if (answer?.[1]) return this.#streamedAnswer(answer[1], principal);
     return this.#get(request, principal);
   }
 
@@ -180,8 +193,13 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     this.#touch(meta);
     const requests = messages.filter((m): m is JSONRPCRequest => isJSONRPCRequest(m));
     if (requests.length === 0) return { status: 202 };
-    const responses = await Promise.all(requests.map((r) => this.#answer(r, meta, principal)));
-    return jsonReply(batch ? responses : responses[0], { "mcp-session-id": meta.sessionId });
+    const reply = new PostReply(
+      input.acceptsSse,
+      () => this.#stream,
+      (stream) => this.#answers.add(stream),
+    );
+    const responses = Promise.all(requests.map((r) => this.#answer(r, meta, principal, reply)));
+    return reply.settle(responses, batch, { "mcp-session-id": meta.sessionId });
   }
 
   async #initialize(
@@ -217,7 +235,13 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     return jsonReply({ jsonrpc: "2.0", id: request.id, result }, { "mcp-session-id": sessionId });
   }
 
-  async #answer(request: JSONRPCRequest, meta: McpMeta, principal: CallerPrincipal): Promise<unknown> {
+  async #answer(
+    request: JSONRPCRequest,
+    meta: McpMeta,
+    principal: CallerPrincipal,
+    reply: PostReply,
+  ): Promise<unknown> {
+    const token = request.params?._meta?.progressToken;
     try {
       const result = await handleMethod(request, {
         env: this.env,
@@ -227,6 +251,8 @@ export class McpSessionDurableObject extends DurableObject<Env> {
         origin: {
           via: { mcpSessionId: meta.sessionId, streaming: this.#stream !== null },
           remember: (sessionId) => this.#store.addSubscription(sessionId),
+          progress: (update) => reply.progress(token, update),
+          progressEveryMs: config(this.env).keepAliveMs,
         },
         setLogLevel: (level) => {
           meta.logLevel = level;
@@ -275,6 +301,14 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     stream.keepAlive(config(this.env).keepAliveMs);
     if (principal.issued) stream.watch(() => stillValid(this.env, principal), TOKEN_RECHECK_MS);
     this.#tellSessions("live");
+    return new Response(stream.readable, { headers: { ...SSE_HEADERS, "mcp-session-id": meta.sessionId } });
+  }
+
+  #streamedAnswer(id: string, principal: CallerPrincipal): Response {
+    const meta = this.#authorized(principal);
+    if (!("tokenId" in meta)) return toResponse(meta);
+    const stream = this.#answers.claim(id);
+    if (!stream) return rpcErrorResponse(404, McpErrorCode.invalidRequest, "no such answer stream");
     return new Response(stream.readable, { headers: { ...SSE_HEADERS, "mcp-session-id": meta.sessionId } });
   }
 

@@ -12,6 +12,7 @@ import { objects } from "../objects/keys.js";
 import { droidCall, droidToolList } from "../tools/droid-tools.js";
 import { CallerCalls } from "./caller-calls.js";
 import { EventLog } from "./event-log.js";
+import { EventWaiters } from "./event-waiters.js";
 import { HostTunnel } from "./host-tunnel.js";
 import { Lifetime } from "./lifetime.js";
 import { McpFanout } from "./mcp-fanout.js";
@@ -19,10 +20,29 @@ import type { NestInfo } from "./nesting.js";
 import { failure } from "./outcomes.js";
 import { Presence } from "./presence.js";
 import { NotOwnerError, SessionEndedError, SessionNotFoundError } from "./session-errors.js";
-import { isLive, type SessionInfo, type SessionRecord, type SessionStatus } from "./session-record.js";
+import {
+  isLive,
+  type PendingRequests,
+  type SessionInfo,
+  type SessionRecord,
+  type SessionStatus,
+} from "./session-record.js";
 import { SessionStore } from "./session-store.js";
 import { SubscriberSockets } from "./subscriber-sockets.js";
-import type { CreateSessionInput, PresenceChange, RespondInput, SendMessageInput, Via } from "./types.js";
+import type {
+  CallerPresence,
+  CreateSessionInput,
+  EventsPage,
+  PresenceChange,
+  RespondInput,
+  SendMessageInput,
+  Via,
+} from "./types.js";
+
+/** The longest one `readEvents` call waits for an event (`session events` asks in slices of less). */
+const MAX_EVENT_WAIT_MS = 50_000;
+/** Waiting calls listed by `session get` and `session pending` (the count says how many there are). */
+const MAX_LISTED_REQUESTS = 100;
 
 /** Schedules one session tells when it goes idle; more wait for their next alarm instead. */
 const MAX_IDLE_WATCHERS = 16;
@@ -43,6 +63,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly #subscribers: SubscriberSockets;
   readonly #fanout: McpFanout;
   readonly #lifetime: Lifetime;
+  readonly #waiters = new EventWaiters();
   #record: SessionRecord | null;
   #log: Log;
   #alarmAt: number | null = null;
@@ -72,6 +93,7 @@ export class SessionDurableObject extends DurableObject<Env> {
         toMcp: (event) => {
           for (const sub of this.#store.subscribers()) this.#fanout.send(sub.mcpSessionId, event);
         },
+        appended: () => this.#waiters.wake(),
       },
       () => record().sessionId,
     );
@@ -123,7 +145,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       store: this.#store,
       events: this.#events,
       sendOutcome: (callId, outcome) => this.#tunnel.sendOutcome(callId, outcome),
-      isCallerPresent: (now) => this.#presence.isPresent(now),
+      callerMayWait: (now) => this.#presence.mayWait(now),
       scheduleAlarm: () => this.#scheduleAlarm(),
       activity: (now) => {
         this.#lifetime.touch(now);
@@ -152,6 +174,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       callerId: input.caller?.callerId ?? null,
       callerTools: input.caller?.tools ?? [],
       callerTimeoutMs: input.callerTimeoutMs,
+      callerPresence: input.callerPresence ?? "stream",
       status: "starting",
       hostId: null,
       runtime: null,
@@ -234,6 +257,7 @@ export class SessionDurableObject extends DurableObject<Env> {
         });
         this.#tunnel.sendConfig(this.#callerConfig());
       }
+      if (input.callerPresence) this.#setCallerPresence(input.principal, input.callerPresence);
       const seq = input.message === null ? null : this.#queueMessage(input.message);
       return { session: this.#info(), message_seq: seq };
     });
@@ -247,20 +271,52 @@ export class SessionDurableObject extends DurableObject<Env> {
     });
   }
 
+  /**
+   * The session's events from `sinceIndex` on. With `waitMs`, a read that finds none waits (at
+   * most MAX_EVENT_WAIT_MS) until one is appended or the time is up; while the owner waits, its
+   * caller counts as present.
+   */
   async readEvents(
     principal: CallerPrincipal,
     sinceIndex: number,
     limit: number,
     via: Via | null,
+    waitMs = 0,
     // Events typed loosely here: the recursive JSON type is too deep for RPC stub typing.
-  ): Promise<Result<{ events: Record<string, unknown>[]; next_index: number; status: string }>> {
+  ): Promise<Result<EventsPage>> {
+    return capture(async () => {
+      this.#requireReader(principal);
+      this.#attach(principal, via);
+      let page = this.#eventsPage(sinceIndex, limit);
+      const live = () => isLive(this.#requireRecord().status);
+      if (page.events.length > 0 || waitMs <= 0 || !live()) return page;
+      const until = Date.now() + Math.min(waitMs, MAX_EVENT_WAIT_MS);
+      const owner = principal.tokenId === this.#requireRecord().ownerTokenId;
+      if (owner) this.#presence.pollStarted();
+      try {
+        while (page.events.length === 0 && live() && Date.now() < until) {
+          await this.#waiters.next(until);
+          page = this.#eventsPage(sinceIndex, limit);
+        }
+      } finally {
+        if (owner) this.#presence.pollEnded();
+      }
+      return page;
+    });
+  }
+
+  /** The session's caller tool requests that wait for an answer, soonest deadline first. */
+  async pending(principal: CallerPrincipal, via: Via | null): Promise<Result<PendingRequests>> {
     return capture(() => {
       const record = this.#requireReader(principal);
       this.#attach(principal, via);
-      const events = this.#events.read(sinceIndex, limit);
-      const last = events.at(-1);
-      const next = last ? last.index + 1 : Math.min(sinceIndex, this.#events.nextIndex);
-      return { events: events as Record<string, unknown>[], next_index: next, status: record.status };
+      return {
+        session_id: record.sessionId,
+        status: record.status,
+        caller_id: record.callerId,
+        caller_presence: record.callerPresence,
+        ...this.#openRequests(),
+      };
     });
   }
 
@@ -704,7 +760,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       caller_id: r.callerId,
       caller_tools: r.callerTools.map((t) => t.name),
       caller_timeout_ms: r.callerTimeoutMs,
-      pending_caller_requests: this.#store.countWaiting(),
+      caller_presence: r.callerPresence,
+      ...this.#openRequests(),
       busy: this.#lifetime.busy(),
       idle_timeout_seconds: Math.round(r.idleTimeoutMs / 1000),
       max_lifetime_seconds: Math.round(r.maxLifetimeMs / 1000),
@@ -712,6 +769,42 @@ export class SessionDurableObject extends DurableObject<Env> {
       created_at: r.createdAt,
       ended_at: r.endedAt,
     };
+  }
+
+  #eventsPage(sinceIndex: number, limit: number): EventsPage {
+    const events = this.#events.read(sinceIndex, limit);
+    const last = events.at(-1);
+    const next = last ? last.index + 1 : Math.min(sinceIndex, this.#events.nextIndex);
+    return {
+      events: events as Record<string, unknown>[],
+      next_index: next,
+      status: this.#requireRecord().status,
+    };
+  }
+
+  /** The waiting calls as a caller sees them (the first MAX_LISTED_REQUESTS) and their count. */
+  #openRequests(): Pick<SessionInfo, "pending_caller_requests" | "open_requests"> {
+    return {
+      pending_caller_requests: this.#store.countWaiting(),
+      open_requests: this.#store.waitingCalls(MAX_LISTED_REQUESTS).map((call) => ({
+        request_id: call.callId,
+        tool: call.tool,
+        arguments: call.arguments,
+        deadline: new Date(call.deadline).toISOString(),
+      })),
+    };
+  }
+
+  /** The owner chose what the caller's absence does to waiting calls. */
+  #setCallerPresence(principal: CallerPrincipal, presence: CallerPresence): void {
+    const record = this.#requireOwner(principal, "choose caller_presence for");
+    if (presence === record.callerPresence) return;
+    record.callerPresence = presence;
+    this.#save();
+    this.#log.info("caller presence changed", { caller_presence: record.callerPresence });
+    // Back to `stream`: calls of a caller that is gone fail now (or when its grace period ends).
+    this.#presence.check(Date.now());
+    this.#scheduleAlarm();
   }
 
   #requireOwner(principal: CallerPrincipal, what: string): SessionRecord {

@@ -1,6 +1,16 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
+import type { JsonMap } from "../../../protocol/json.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
-import type { SessionAgentSpec } from "./types.js";
+import type { CallerPresence, SessionAgentSpec } from "./types.js";
+
+/** A caller tool request that waits for the caller's answer, as `session get` and `session pending` list it. */
+export interface OpenRequest {
+  request_id: string;
+  tool: string;
+  /** The droid's arguments. */
+  arguments: JsonMap;
+  deadline: string;
+}
 
 /** `lost`: its host was gone past the grace period, or came back without it. */
 export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ended" | "lost";
@@ -14,6 +24,8 @@ export interface SessionRecord {
   callerId: string | null;
   callerTools: CallerTool[];
   callerTimeoutMs: number;
+  /** What the caller's absence does to waiting calls (see Presence); `stream` for older records. */
+  callerPresence: CallerPresence;
   status: SessionStatus;
   hostId: string | null;
   runtime: string | null;
@@ -67,7 +79,11 @@ export interface SessionInfo {
   caller_id: string | null;
   caller_tools: string[];
   caller_timeout_ms: number;
+  caller_presence: CallerPresence;
+  /** How many caller tool requests wait for an answer ... */
   pending_caller_requests: number;
+  /** ... and the first of them, soonest deadline first. */
+  open_requests: OpenRequest[];
   /** A turn or a caller tool call is in flight (the session is not idle). */
   busy: boolean;
   idle_timeout_seconds: number;
@@ -76,6 +92,12 @@ export interface SessionInfo {
   created_at: string;
   ended_at: string | null;
 }
+
+/** What `session pending` returns. */
+export type PendingRequests = Pick<
+  SessionInfo,
+  "session_id" | "status" | "caller_id" | "caller_presence" | "pending_caller_requests" | "open_requests"
+>;
 
 export function isLive(status: SessionStatus): boolean {
   return status === "starting" || status === "running";

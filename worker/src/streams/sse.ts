@@ -52,10 +52,15 @@ export class SseStream {
     this.#write(`id: ${id}\ndata: \n\n`);
   }
 
+  /** Sends a comment (clients ignore it; a write that fails tells the reader is gone). */
+  comment(text: string): void {
+    this.#write(`: ${text}\n\n`);
+  }
+
   /** Sends a comment every `ms` so proxies keep the stream open and a dead reader is noticed. */
   keepAlive(ms: number): void {
     if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
-    this.#keepAlive = setInterval(() => this.#write(": keep-alive\n\n"), ms);
+    this.#keepAlive = setInterval(() => this.comment("keep-alive"), ms);
   }
 
   /**

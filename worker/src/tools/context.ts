@@ -3,6 +3,7 @@ import type { Access } from "../auth/scopes.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import type { Log } from "../log.js";
+import type { ProgressUpdate } from "../mcp/post-reply.js";
 import type { Via } from "../session/types.js";
 
 /** The MCP session a tool call came through. */
@@ -10,6 +11,13 @@ export interface McpOrigin {
   via: Via;
   /** Remembers a droid session this MCP session now receives events of. */
   remember(sessionId: string): void;
+  /**
+   * A call that waits tells the client it is still at work (MCP progress); false once the client
+   * is known to be gone, when the call should stop waiting.
+   */
+  progress(update: ProgressUpdate): boolean;
+  /** How often a call that waits reports progress (the keep-alive period). */
+  progressEveryMs: number;
 }
 
 /** What a tool handler gets besides its arguments. */

@@ -7,7 +7,7 @@ import { objects } from "../objects/keys.js";
 import { projectSpec, sessionAgent, workspaceSetup } from "../projects/project-config.js";
 import { droidKey, type OublietteAccess } from "../session/droid-key.js";
 import { placeChild } from "../session/nesting.js";
-import type { CallerDeclaration } from "../session/types.js";
+import type { CallerDeclaration, CallerPresence } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
 
@@ -17,6 +17,7 @@ import { invalidJsonSchema } from "./input-schema-check.js";
  */
 
 export type CallerFields = {
+  caller_presence?: CallerPresence | undefined;
   caller_id?: string | undefined;
   caller_tools?: CallerDeclaration["tools"] | undefined;
   context?:
@@ -123,7 +124,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   if (plan.kind === "resume") {
     ctx.auditTarget(plan.sessionId);
     const stub = sessionStub(ctx, plan.sessionId);
-    if (args.prompt === undefined && caller === null) {
+    if (args.prompt === undefined && caller === null && args.caller_presence === undefined) {
       return {
         ...settled(ctx, plan.sessionId, await stub.getInfo(ctx.principal, ctx.mcp?.via ?? null)),
         resumed: true,
@@ -136,6 +137,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
         principal: ctx.principal,
         message: args.prompt ?? null,
         caller,
+        callerPresence: args.caller_presence ?? null,
         via: ctx.mcp?.via ?? null,
       }),
     );
@@ -159,6 +161,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     owner: ctx.principal,
     caller,
     callerTimeoutMs: timeoutMs,
+    callerPresence: args.caller_presence ?? "stream",
     prompt: args.prompt ?? null,
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
