@@ -14,6 +14,16 @@ export const JsonValueSchema = z.custom<JsonValue>(() => true);
 export const JsonObjectSchema = z.record(z.string(), JsonValueSchema);
 export type JsonObject = z.infer<typeof JsonObjectSchema>;
 
+/**
+ * A JSON object again, spelt with interfaces: Durable Object RPC stub types can name it in a
+ * return value, where the type alias recursion above is too deep for them.
+ */
+export interface JsonMap {
+  [key: string]: JsonNode;
+}
+export interface JsonList extends Array<JsonNode> {}
+export type JsonNode = string | number | boolean | null | JsonList | JsonMap;
+
 /** Deepest nesting of arrays and objects accepted in any JSON the product parses. */
 export const MAX_JSON_DEPTH = 64;
 

@@ -18,6 +18,7 @@ export interface SpawnOptions {
   inContext?: boolean;
   /** The project to run in (default: the caller's own, made on first use). */
   projectId?: string;
+  callerPresence?: "stream" | "deadline";
 }
 
 /** Spawns a session, waits until the droid is up and sees the first caller tool; returns its id. */
@@ -33,8 +34,10 @@ export async function spawnDroid(caller: TestCaller, options: SpawnOptions = {})
     new_session: true,
     ...declaration,
     ...(options.timeoutSeconds === undefined ? {} : { caller_timeout_seconds: options.timeoutSeconds }),
+    ...(options.callerPresence === undefined ? {} : { caller_presence: options.callerPresence }),
   });
   const sessionId = info.session_id;
+  caller.follow(sessionId);
   await caller.waitForOutput(sessionId, (d) => d.op === "ready", 60_000);
   const first = tools[0];
   if (first) {

@@ -1,6 +1,9 @@
 /**
  * A caller for tests: the official MCP SDK client over Streamable HTTP, collecting the events it
- * receives as notifications/message and optionally answering caller tool requests.
+ * receives as notifications/message and optionally answering caller tool requests. A caller made
+ * with `notifications: false` ignores notifications, like clients that never show them to their
+ * model, and collects the events of the sessions it follows by polling `session events` with
+ * `wait_seconds` instead.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -31,10 +34,15 @@ export class TestCaller {
   readonly loggers: string[] = [];
   #waiters = new Set<Waiter>();
   #onRequest: ((request: CallerToolRequest) => Answer | Promise<Answer>) | null = null;
+  /** Progress notifications received while polling. */
+  progressSeen = 0;
+  readonly #following = new Set<string>();
+  #closed = false;
 
   private constructor(
     readonly client: Client,
     readonly transport: StreamableHTTPClientTransport,
+    readonly polls: boolean,
   ) {}
 
   /** Connects (initialize + GET stream) with `token`. */
@@ -42,7 +50,7 @@ export class TestCaller {
     mcpUrl: URL,
     token: string,
     name = "test-caller",
-    options: { reconnectAttempts?: number } = {},
+    options: { reconnectAttempts?: number; notifications?: boolean } = {},
   ): Promise<TestCaller> {
     const transport = new StreamableHTTPClientTransport(mcpUrl, {
       requestInit: { headers: { authorization: `Bearer ${token}` } },
@@ -54,12 +62,14 @@ export class TestCaller {
       },
     });
     const client = new Client({ name, version: "1.0.0" });
-    const caller = new TestCaller(client, transport);
-    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-      const event = n.params.data as SessionEvent;
-      caller.loggers.push(n.params.logger ?? "");
-      caller.#receive(event);
-    });
+    const caller = new TestCaller(client, transport, options.notifications === false);
+    if (!caller.polls) {
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+        const event = n.params.data as SessionEvent;
+        caller.loggers.push(n.params.logger ?? "");
+        caller.#receive(event);
+      });
+    }
     await client.connect(transport);
     return caller;
   }
@@ -158,10 +168,47 @@ export class TestCaller {
     return this.droidOutputs(sessionId);
   }
 
+  /**
+   * A polling caller starts collecting a session's events (from its first) with `session events`
+   * and `wait_seconds`; a caller with notifications has them already.
+   */
+  follow(sessionId: string, waitSeconds = 20): void {
+    if (!this.polls || this.#following.has(sessionId)) return;
+    this.#following.add(sessionId);
+    void this.#poll(sessionId, waitSeconds);
+  }
+
   /** Ends the MCP session (DELETE) and closes the client. */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.transport.terminateSession().catch(() => {});
     await this.client.close();
+  }
+
+  async #poll(sessionId: string, waitSeconds: number): Promise<void> {
+    let since = 0;
+    while (!this.#closed) {
+      const args = { action: "events", session_id: sessionId, since_index: since, wait_seconds: waitSeconds };
+      const result = await this.client
+        .callTool({ name: "session", arguments: { ...args, limit: 1000 } }, undefined, {
+          onprogress: () => {
+            this.progressSeen += 1;
+          },
+          resetTimeoutOnProgress: true,
+        })
+        .catch(() => null);
+      if (this.#closed) return;
+      const page = result?.structuredContent as
+        | { events: SessionEvent[]; next_index: number; status: string }
+        | undefined;
+      if (!page || result?.isError) {
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      for (const event of page.events) this.#receive(event);
+      since = page.next_index;
+      if (page.events.length === 0 && page.status !== "starting" && page.status !== "running") return;
+    }
   }
 
   #receive(event: SessionEvent): void {

@@ -29,11 +29,19 @@ describe("tools/list", () => {
     expect(sessionTool?.inputSchema.type).toBe("object");
     expect(sessionTool?.inputSchema.properties.action).toMatchObject({
       type: "string",
-      enum: ["spawn", "message", "interrupt", "get", "list", "events", "end", "cleanup"],
+      enum: ["spawn", "message", "interrupt", "get", "list", "events", "pending", "end", "cleanup"],
     });
     expect(sessionTool?.inputSchema.required).toEqual(["action"]);
     expect(Object.keys(sessionTool?.inputSchema.properties ?? {})).toEqual(
-      expect.arrayContaining(["session_id", "caller_id", "caller_tools", "since_index", "prompt"]),
+      expect.arrayContaining([
+        "session_id",
+        "caller_id",
+        "caller_tools",
+        "caller_presence",
+        "since_index",
+        "wait_seconds",
+        "prompt",
+      ]),
     );
     const response = byName.get("caller_tool_response");
     expect(response?.inputSchema.type).toBe("object");

@@ -2,10 +2,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { freezeClock } from "./support/clock.js";
-import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
-import { callTool, initialize, mcpFetch } from "./support/mcp.js";
+import { disconnectAll } from "./support/fake-host.js";
+import { initialize, mcpFetch } from "./support/mcp.js";
+import { mcpSpawned } from "./support/mcp-spawn.js";
 import { until } from "./support/poll.js";
-import { createProject } from "./support/projects.js";
 import { hostedSession, liveSession, sessionStub } from "./support/session.js";
 import { ADMIN, GRACE_MS } from "./support/tokens.js";
 
@@ -90,18 +90,7 @@ describe("an attached MCP session counts as the caller", () => {
 
 describe("the real MCP path", () => {
   it("DELETE /mcp fails the caller's pending calls with caller_disconnected", async () => {
-    const host = await FakeHost.connect(uniqueHostId());
-    const mcp = await initialize();
-    const spawned = await callTool(mcp, "session", {
-      action: "spawn",
-      project_id: await createProject(),
-      caller_id: "ant",
-      caller_tools: [{ name: "send_response", inputSchema: { type: "object" } }],
-    });
-    expect(spawned.isError).toBeUndefined();
-    const sessionId = String(spawned.structuredContent?.session_id);
-    const tunnel = await SessionTunnel.open(sessionId);
-    await tunnel.hello(host.hostId);
+    const { mcp, sessionId, tunnel } = await mcpSpawned();
     tunnel.call("call-1");
     await tunnel.barrier();
     expect(await sessionStub(sessionId).getInfo(ADMIN, null)).toMatchObject({

@@ -19,6 +19,10 @@ const STATUS = {
   /** The droid cancelled the call (or went away): nobody waits for an answer any more. */
   request_cancelled: 410,
   too_large: 413,
+  /** A project limit (max_recursion_depth, max_agents_per_session) refuses it. */
+  limit_exceeded: 429,
+  /** Too many readers already wait for the session's events (`session events` with wait_seconds). */
+  too_many_waiters: 429,
   host_full: 503,
   /** The project's container does not run (container start). */
   not_running: 409,

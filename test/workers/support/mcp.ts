@@ -1,6 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { z } from "zod";
 import { BASE } from "./frame-socket.js";
+import { SseReader } from "./sse.js";
 import { ADMIN_TOKEN } from "./tokens.js";
 
 export interface McpRequest {
@@ -39,9 +40,18 @@ export const RpcResponseSchema = z.object({
 });
 export type RpcResponse = z.infer<typeof RpcResponseSchema>;
 
-/** Reads a JSON-RPC response body, failing the test when it is not one. */
+/**
+ * Reads a JSON-RPC response body (JSON, or the response event of an SSE answer, which a call
+ * that waits gets), failing the test when it is not one.
+ */
 export async function rpcBody(res: Response): Promise<RpcResponse> {
-  return RpcResponseSchema.parse(await res.json());
+  if (!res.headers.get("content-type")?.startsWith("text/event-stream"))
+    return RpcResponseSchema.parse(await res.json());
+  const stream = new SseReader(res.body);
+  const isResponse = (value: unknown) => RpcResponseSchema.safeParse(value).success;
+  const { value } = await stream.nextJson(isResponse, 60_000);
+  await stream.cancel();
+  return RpcResponseSchema.parse(value);
 }
 
 export function initializeRequest(protocolVersion = "2025-11-25", id: number | string = 1) {
@@ -80,6 +90,31 @@ export async function rpc(
   });
   if (res.status !== 200) throw new Error(`${method} answered HTTP ${res.status}: ${await res.text()}`);
   return rpcBody(res);
+}
+
+/**
+ * A `tools/call` whose answer is read as it streams (a call that waits answers over SSE);
+ * `meta` goes in `params._meta` (a progressToken, say). Cancel the reader to leave.
+ */
+export async function streamedCall(
+  session: string,
+  name: string,
+  args: Record<string, unknown>,
+  meta?: Record<string, unknown>,
+) {
+  nextId += 1;
+  const id = nextId;
+  const res = await mcpFetch({
+    session,
+    headers: { "mcp-protocol-version": "2025-11-25" },
+    body: {
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
+    },
+  });
+  return { id, res, stream: new SseReader(res.body) };
 }
 
 export const ToolResultSchema = z.object({

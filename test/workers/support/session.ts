@@ -3,7 +3,12 @@ import { z } from "zod";
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import { SessionEventSchema } from "../../../protocol/events.js";
 import type { CallerPrincipal } from "../../../worker/src/auth/tokens.js";
-import type { CallerDeclaration, SessionAgentSpec, Via } from "../../../worker/src/session/types.js";
+import type {
+  CallerDeclaration,
+  CallerPresence,
+  SessionAgentSpec,
+  Via,
+} from "../../../worker/src/session/types.js";
 import { FakeHost, type FakeHostOptions, SessionTunnel, uniqueHostId } from "./fake-host.js";
 import { TypedSocket } from "./frame-socket.js";
 import { ADMIN, ADMIN_TOKEN } from "./tokens.js";
@@ -39,6 +44,7 @@ export interface SpawnOptions {
   idleTimeoutMs?: number;
   maxLifetimeMs?: number;
   agent?: SessionAgentSpec;
+  callerPresence?: CallerPresence;
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -52,6 +58,7 @@ export async function spawn(options: SpawnOptions = {}) {
     owner: options.owner ?? ADMIN,
     caller: options.caller === undefined ? ANT : options.caller,
     callerTimeoutMs: options.callerTimeoutMs ?? 60_000,
+    callerPresence: options.callerPresence ?? "stream",
     prompt: options.prompt ?? null,
     image: null,
     project: { limits: {}, workspace_isolation: false },

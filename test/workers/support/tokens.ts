@@ -20,3 +20,4 @@ export const READER: CallerPrincipal = { kind: "caller", tokenId: "reader", scop
 
 /** The grace period and keep-alive of the test configuration. */
 export const GRACE_MS = 500;
+export const KEEPALIVE_MS = 1_000;

@@ -54,9 +54,12 @@ const IDLE_TTL_MS = 60 * 60_000;
 const SERVER_INFO = { name: "oubliette-edge", version: "0.1.0" };
 const INSTRUCTIONS =
   "Oubliette runs droids (AI coding agents) in containers. Use the session tool to spawn one and " +
-  "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: its calls " +
-  "arrive as notifications/message (logger oubliette.caller_tool, data.type caller_tool_request); " +
-  "answer each with caller_tool_response.";
+  "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: each call " +
+  "is a caller_tool_request event (request_id, tool, arguments, deadline); answer it with " +
+  "caller_tool_response before its deadline. Events arrive as notifications/message (logger " +
+  "oubliette.caller_tool for requests). If you cannot see notifications, poll session events with " +
+  "wait_seconds (since_index = the last next_index) or call session pending, then answer. If you " +
+  "leave between turns, spawn with caller_presence deadline so requests wait for you.";
 
 /**
  * One per MCP Streamable HTTP session (`Mcp-Session-Id`). Owns the session's protocol state,

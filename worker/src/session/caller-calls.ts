@@ -20,7 +20,8 @@ export interface CallerCallsDeps {
   events: Pick<EventLog, "emit">;
   /** Sends a call's outcome down the tunnel (if it is down, the host asks again on reconnect). */
   sendOutcome(callId: string, outcome: CallerToolOutcome): void;
-  isCallerPresent(now: number): boolean;
+  /** Whether a call may wait for the caller's answer now (see Presence.mayWait). */
+  callerMayWait(now: number): boolean;
   scheduleAlarm(): void;
   /** A call began or ended: the session is not idle (its lifetime rules start counting again). */
   activity(now: number): void;
@@ -67,7 +68,7 @@ export class CallerCalls {
       arguments: args,
       deadline: new Date(deadline).toISOString(),
     });
-    store.insertCall({ callId, tool, deadline });
+    store.insertCall({ callId, tool, deadline, arguments: args });
     this.#d.scheduleAlarm();
     return null;
   }
@@ -153,7 +154,7 @@ export class CallerCalls {
     }
     const tooLarge = checkSize("arguments", args);
     if (tooLarge) return failure("too_large", tooLarge.message);
-    if (!this.#d.isCallerPresent(now)) {
+    if (!this.#d.callerMayWait(now)) {
       return failure(
         "caller_disconnected",
         `caller ${record.callerId} is not connected to session ${record.sessionId}`,

@@ -14,6 +14,8 @@ export interface EventSinks {
   broadcast(json: string, index: number): void;
   /** The owner's MCP sessions. */
   toMcp(event: SessionEvent): void;
+  /** Runs once the event is stored (readers waiting for it read again). */
+  appended(): void;
 }
 
 /**
@@ -56,6 +58,7 @@ export class EventLog {
     this.#sinks.broadcast(json, event.index);
     this.#sinks.toMcp(event);
     this.#store.appendEvent(event.index, json);
+    this.#sinks.appended();
     return event;
   }
 

@@ -12,16 +12,37 @@ import { objects } from "../objects/keys.js";
 import { droidCall, droidToolList } from "../tools/droid-tools.js";
 import { CallerCalls } from "./caller-calls.js";
 import { EventLog } from "./event-log.js";
+import { EventWaiters } from "./event-waiters.js";
 import { HostTunnel } from "./host-tunnel.js";
 import { Lifetime } from "./lifetime.js";
 import { McpFanout } from "./mcp-fanout.js";
+import type { NestInfo } from "./nesting.js";
 import { failure } from "./outcomes.js";
 import { Presence } from "./presence.js";
 import { NotOwnerError, SessionEndedError, SessionNotFoundError } from "./session-errors.js";
-import { isLive, type SessionInfo, type SessionRecord, type SessionStatus } from "./session-record.js";
+import {
+  isLive,
+  type PendingRequests,
+  type SessionInfo,
+  type SessionRecord,
+  type SessionStatus,
+} from "./session-record.js";
 import { SessionStore } from "./session-store.js";
 import { SubscriberSockets } from "./subscriber-sockets.js";
-import type { CreateSessionInput, PresenceChange, RespondInput, SendMessageInput, Via } from "./types.js";
+import type {
+  CallerPresence,
+  CreateSessionInput,
+  EventsPage,
+  PresenceChange,
+  RespondInput,
+  SendMessageInput,
+  Via,
+} from "./types.js";
+
+/** The longest one `readEvents` call waits for an event (`session events` asks in slices of less). */
+const MAX_EVENT_WAIT_MS = 50_000;
+/** Waiting calls listed by `session get` and `session pending` (the count says how many there are). */
+const MAX_LISTED_REQUESTS = 100;
 
 /** Schedules one session tells when it goes idle; more wait for their next alarm instead. */
 const MAX_IDLE_WATCHERS = 16;
@@ -42,6 +63,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly #subscribers: SubscriberSockets;
   readonly #fanout: McpFanout;
   readonly #lifetime: Lifetime;
+  readonly #waiters = new EventWaiters();
   #record: SessionRecord | null;
   #log: Log;
   #alarmAt: number | null = null;
@@ -71,6 +93,7 @@ export class SessionDurableObject extends DurableObject<Env> {
         toMcp: (event) => {
           for (const sub of this.#store.subscribers()) this.#fanout.send(sub.mcpSessionId, event);
         },
+        appended: () => this.#waiters.wake(),
       },
       () => record().sessionId,
     );
@@ -122,7 +145,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       store: this.#store,
       events: this.#events,
       sendOutcome: (callId, outcome) => this.#tunnel.sendOutcome(callId, outcome),
-      isCallerPresent: (now) => this.#presence.isPresent(now),
+      callerMayWait: (now) => this.#presence.mayWait(now),
       scheduleAlarm: () => this.#scheduleAlarm(),
       activity: (now) => {
         this.#lifetime.touch(now);
@@ -151,12 +174,16 @@ export class SessionDurableObject extends DurableObject<Env> {
       callerId: input.caller?.callerId ?? null,
       callerTools: input.caller?.tools ?? [],
       callerTimeoutMs: input.callerTimeoutMs,
+      callerPresence: input.callerPresence ?? "stream",
       status: "starting",
       hostId: null,
       runtime: null,
       image: input.image,
       agent: input.agent,
       issuedTokenId: input.droidKey?.issuedTokenId ?? null,
+      parentId: input.parent?.sessionId ?? null,
+      depth: input.parent?.depth ?? 0,
+      children: [],
       usage: null,
       createdAt: new Date().toISOString(),
       endedAt: null,
@@ -230,6 +257,7 @@ export class SessionDurableObject extends DurableObject<Env> {
         });
         this.#tunnel.sendConfig(this.#callerConfig());
       }
+      if (input.callerPresence) this.#setCallerPresence(input.principal, input.callerPresence);
       const seq = input.message === null ? null : this.#queueMessage(input.message);
       return { session: this.#info(), message_seq: seq };
     });
@@ -243,20 +271,52 @@ export class SessionDurableObject extends DurableObject<Env> {
     });
   }
 
+  /**
+   * The session's events from `sinceIndex` on. With `waitMs`, a read that finds none waits (at
+   * most MAX_EVENT_WAIT_MS) until one is appended or the time is up; while the owner waits, its
+   * caller counts as present.
+   */
   async readEvents(
     principal: CallerPrincipal,
     sinceIndex: number,
     limit: number,
     via: Via | null,
+    waitMs = 0,
     // Events typed loosely here: the recursive JSON type is too deep for RPC stub typing.
-  ): Promise<Result<{ events: Record<string, unknown>[]; next_index: number; status: string }>> {
+  ): Promise<Result<EventsPage>> {
+    return capture(async () => {
+      this.#requireReader(principal);
+      this.#attach(principal, via);
+      let page = this.#eventsPage(sinceIndex, limit);
+      const live = () => isLive(this.#requireRecord().status);
+      if (page.events.length > 0 || waitMs <= 0 || !live()) return page;
+      const until = Date.now() + Math.min(waitMs, MAX_EVENT_WAIT_MS);
+      const owner = principal.tokenId === this.#requireRecord().ownerTokenId;
+      if (owner) this.#presence.pollStarted();
+      try {
+        while (page.events.length === 0 && live() && Date.now() < until) {
+          await this.#waiters.next(until);
+          page = this.#eventsPage(sinceIndex, limit);
+        }
+      } finally {
+        if (owner) this.#presence.pollEnded();
+      }
+      return page;
+    });
+  }
+
+  /** The session's caller tool requests that wait for an answer, soonest deadline first. */
+  async pending(principal: CallerPrincipal, via: Via | null): Promise<Result<PendingRequests>> {
     return capture(() => {
       const record = this.#requireReader(principal);
       this.#attach(principal, via);
-      const events = this.#events.read(sinceIndex, limit);
-      const last = events.at(-1);
-      const next = last ? last.index + 1 : Math.min(sinceIndex, this.#events.nextIndex);
-      return { events: events as Record<string, unknown>[], next_index: next, status: record.status };
+      return {
+        session_id: record.sessionId,
+        status: record.status,
+        caller_id: record.callerId,
+        caller_presence: record.callerPresence,
+        ...this.#openRequests(),
+      };
     });
   }
 
@@ -315,6 +375,46 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   /** Ends the session for the system (its project was deleted, say); no principal to check. */
+  /** What a child session needs to know of this one, its parent (nesting.ts). */
+  async nestInfo(): Promise<Result<NestInfo>> {
+    return capture(async () => {
+      const record = this.#requireRecord();
+      const children = record.children ?? [];
+      const statuses = await Promise.all(
+        children.map((id) =>
+          objects
+            .session(this.env, id)
+            .liveStatus()
+            .catch(() => null),
+        ),
+      );
+      return {
+        projectId: record.projectId,
+        workspaceId: record.workspaceId,
+        depth: record.depth ?? 0,
+        liveChildren: statuses.filter((s) => s !== null && isLive(s)).length,
+        live: isLive(record.status),
+      };
+    });
+  }
+
+  /** A child this session's droid started: it ends with this session. */
+  async addChild(childId: string): Promise<Result<void>> {
+    return capture(() => {
+      const record = this.#requireRecord();
+      record.children = [...(record.children ?? []).filter((id) => id !== childId), childId];
+      this.#save();
+      // Started just as this one ended: it goes too.
+      if (!isLive(record.status))
+        void objects.session(this.env, childId).terminate(`its parent session ${record.sessionId} has ended`);
+    });
+  }
+
+  /** This session's status, or null when it does not exist. */
+  async liveStatus(): Promise<SessionStatus | null> {
+    return this.#record?.status ?? null;
+  }
+
   /** Interrupts the droid's turn in flight; the session stays (writers of the project may). */
   async interrupt(
     principal: CallerPrincipal,
@@ -519,6 +619,16 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#events.emit({ type: "session_ended", reason });
     this.#tellIdleWatchers();
     if (record.issuedTokenId) await this.#revokeIssuedKey(record.issuedTokenId);
+    // Its children end with it (each ends its own, and so on down).
+    for (const childId of record.children ?? [])
+      this.ctx.waitUntil(
+        objects
+          .session(this.env, childId)
+          .terminate(`its parent session ${record.sessionId} ended: ${reason}`)
+          .catch((err: unknown) =>
+            this.#log.warn("could not end a child session", { child: childId, error: errorMessage(err) }),
+          ),
+      );
     this.#tunnel.close(1000, "session ended");
     this.#subscribers.closeAll(1000, "session ended");
     if (record.hostId && !options.placementReleased) await this.#releaseHost(record.sessionId, reason);
@@ -640,6 +750,9 @@ export class SessionDurableObject extends DurableObject<Env> {
       status: r.status,
       host_id: r.hostId,
       runtime: r.runtime,
+      parent_session_id: r.parentId ?? null,
+      depth: r.depth ?? 0,
+      children: r.children ?? [],
       agent: r.agent?.runtime ?? "scripted",
       model: r.agent?.model ?? null,
       usage: r.usage ?? null,
@@ -647,7 +760,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       caller_id: r.callerId,
       caller_tools: r.callerTools.map((t) => t.name),
       caller_timeout_ms: r.callerTimeoutMs,
-      pending_caller_requests: this.#store.countWaiting(),
+      caller_presence: r.callerPresence,
+      ...this.#openRequests(),
       busy: this.#lifetime.busy(),
       idle_timeout_seconds: Math.round(r.idleTimeoutMs / 1000),
       max_lifetime_seconds: Math.round(r.maxLifetimeMs / 1000),
@@ -655,6 +769,42 @@ export class SessionDurableObject extends DurableObject<Env> {
       created_at: r.createdAt,
       ended_at: r.endedAt,
     };
+  }
+
+  #eventsPage(sinceIndex: number, limit: number): EventsPage {
+    const events = this.#events.read(sinceIndex, limit);
+    const last = events.at(-1);
+    const next = last ? last.index + 1 : Math.min(sinceIndex, this.#events.nextIndex);
+    return {
+      events: events as Record<string, unknown>[],
+      next_index: next,
+      status: this.#requireRecord().status,
+    };
+  }
+
+  /** The waiting calls as a caller sees them (the first MAX_LISTED_REQUESTS) and their count. */
+  #openRequests(): Pick<SessionInfo, "pending_caller_requests" | "open_requests"> {
+    return {
+      pending_caller_requests: this.#store.countWaiting(),
+      open_requests: this.#store.waitingCalls(MAX_LISTED_REQUESTS).map((call) => ({
+        request_id: call.callId,
+        tool: call.tool,
+        arguments: call.arguments,
+        deadline: new Date(call.deadline).toISOString(),
+      })),
+    };
+  }
+
+  /** The owner chose what the caller's absence does to waiting calls. */
+  #setCallerPresence(principal: CallerPrincipal, presence: CallerPresence): void {
+    const record = this.#requireOwner(principal, "choose caller_presence for");
+    if (presence === record.callerPresence) return;
+    record.callerPresence = presence;
+    this.#save();
+    this.#log.info("caller presence changed", { caller_presence: record.callerPresence });
+    // Back to `stream`: calls of a caller that is gone fail now (or when its grace period ends).
+    this.#presence.check(Date.now());
+    this.#scheduleAlarm();
   }
 
   #requireOwner(principal: CallerPrincipal, what: string): SessionRecord {

@@ -1,6 +1,16 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
+import type { JsonMap } from "../../../protocol/json.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
-import type { SessionAgentSpec } from "./types.js";
+import type { CallerPresence, SessionAgentSpec } from "./types.js";
+
+/** A caller tool request that waits for the caller's answer, as `session get` and `session pending` list it. */
+export interface OpenRequest {
+  request_id: string;
+  tool: string;
+  /** The droid's arguments. */
+  arguments: JsonMap;
+  deadline: string;
+}
 
 /** `lost`: its host was gone past the grace period, or came back without it. */
 export type SessionStatus = "starting" | "running" | "exited" | "failed" | "ended" | "lost";
@@ -14,12 +24,18 @@ export interface SessionRecord {
   callerId: string | null;
   callerTools: CallerTool[];
   callerTimeoutMs: number;
+  /** What the caller's absence does to waiting calls (see Presence); `stream` for older records. */
+  callerPresence: CallerPresence;
   status: SessionStatus;
   hostId: string | null;
   runtime: string | null;
   image: string | null;
   /** The agent the session runs (absent in records older than agent runtimes: the scripted droid). */
   agent?: SessionAgentSpec;
+  /** The session whose droid started this one (null: a caller did), its depth, and its own children. */
+  parentId?: string | null;
+  depth?: number;
+  children?: string[];
   /** The API key the server issued for this session's droid; revoked when the session ends. */
   issuedTokenId?: string | null;
   /** Model usage as the host's proxy metered it (null until the first report). */
@@ -51,6 +67,9 @@ export interface SessionInfo {
   status: SessionStatus;
   host_id: string | null;
   runtime: string | null;
+  parent_session_id: string | null;
+  depth: number;
+  children: string[];
   /** The agent runtime (scripted, claude, droid, …) and its model. */
   agent: string;
   model: string | null;
@@ -60,7 +79,11 @@ export interface SessionInfo {
   caller_id: string | null;
   caller_tools: string[];
   caller_timeout_ms: number;
+  caller_presence: CallerPresence;
+  /** How many caller tool requests wait for an answer ... */
   pending_caller_requests: number;
+  /** ... and the first of them, soonest deadline first. */
+  open_requests: OpenRequest[];
   /** A turn or a caller tool call is in flight (the session is not idle). */
   busy: boolean;
   idle_timeout_seconds: number;
@@ -69,6 +92,12 @@ export interface SessionInfo {
   created_at: string;
   ended_at: string | null;
 }
+
+/** What `session pending` returns. */
+export type PendingRequests = Pick<
+  SessionInfo,
+  "session_id" | "status" | "caller_id" | "caller_presence" | "pending_caller_requests" | "open_requests"
+>;
 
 export function isLive(status: SessionStatus): boolean {
   return status === "starting" || status === "running";

@@ -1,4 +1,5 @@
 import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
+import type { JsonObject } from "../../../protocol/json.js";
 import type { SessionRecord } from "./session-record.js";
 
 /**
@@ -8,6 +9,8 @@ import type { SessionRecord } from "./session-record.js";
 export interface CallRow {
   callId: string;
   tool: string;
+  /** The droid's arguments ({} for calls stored before they were kept, or decided on arrival). */
+  arguments: JsonObject;
   deadline: number;
   state: "waiting" | "done";
   outcome: CallerToolOutcome | null;
@@ -33,7 +36,7 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (idx INTEGER PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS calls (
   call_id TEXT PRIMARY KEY, tool TEXT NOT NULL, deadline INTEGER NOT NULL,
-  state TEXT NOT NULL, outcome TEXT, done_at INTEGER);
+  state TEXT NOT NULL, outcome TEXT, done_at INTEGER, arguments TEXT);
 CREATE INDEX IF NOT EXISTS calls_waiting ON calls (state, deadline);
 CREATE INDEX IF NOT EXISTS calls_done ON calls (state, done_at);
 CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, text TEXT NOT NULL);
@@ -46,6 +49,7 @@ function toCall(row: Row): CallRow {
   return {
     callId: String(row.call_id),
     tool: String(row.tool),
+    arguments: typeof row.arguments === "string" ? (JSON.parse(row.arguments) as JsonObject) : {},
     deadline: Number(row.deadline),
     state: row.state === "done" ? "done" : "waiting",
     outcome: row.outcome === null ? null : (JSON.parse(String(row.outcome)) as CallerToolOutcome),
@@ -69,6 +73,9 @@ export class SessionStore {
   constructor(sql: SqlStorage) {
     this.#sql = sql;
     sql.exec(SCHEMA);
+    // Tables made before calls kept their arguments get the column.
+    const columns = sql.exec("PRAGMA table_info(calls)").toArray();
+    if (!columns.some((c) => c.name === "arguments")) sql.exec("ALTER TABLE calls ADD COLUMN arguments TEXT");
   }
 
   loadRecord(): SessionRecord | null {
@@ -82,6 +89,8 @@ export class SessionStore {
     record.maxLifetimeMs ??= 0;
     record.lastActivityAt ??= null;
     record.completedTurnSeq ??= 0;
+    // ... and lost their calls when the caller's stream went away.
+    record.callerPresence ??= "stream";
     return record;
   }
 
@@ -106,12 +115,13 @@ export class SessionStore {
       .map((r) => String(r.body));
   }
 
-  insertCall(call: Pick<CallRow, "callId" | "tool" | "deadline">): void {
+  insertCall(call: Pick<CallRow, "callId" | "tool" | "deadline" | "arguments">): void {
     this.#sql.exec(
-      "INSERT INTO calls (call_id, tool, deadline, state) VALUES (?, ?, ?, 'waiting')",
+      "INSERT INTO calls (call_id, tool, deadline, state, arguments) VALUES (?, ?, ?, 'waiting', ?)",
       call.callId,
       call.tool,
       call.deadline,
+      JSON.stringify(call.arguments),
     );
   }
 
@@ -143,9 +153,10 @@ export class SessionStore {
     return cursor.rowsWritten > 0;
   }
 
-  waitingCalls(): CallRow[] {
+  /** Waiting calls, soonest deadline first (all of them, or the first `limit`). */
+  waitingCalls(limit = -1): CallRow[] {
     return this.#sql
-      .exec("SELECT * FROM calls WHERE state = 'waiting' ORDER BY deadline")
+      .exec("SELECT * FROM calls WHERE state = 'waiting' ORDER BY deadline LIMIT ?", limit)
       .toArray()
       .map(toCall);
   }

@@ -13,6 +13,13 @@ export interface Via {
   streaming: boolean;
 }
 
+/**
+ * What happens to a session's waiting caller tool calls when no stream of its caller is open:
+ * `stream`, they fail after a short grace period; `deadline`, they wait until their deadline.
+ */
+export const CALLER_PRESENCE = ["stream", "deadline"] as const;
+export type CallerPresence = (typeof CALLER_PRESENCE)[number];
+
 export interface CallerDeclaration {
   callerId: string;
   tools: CallerTool[];
@@ -25,6 +32,8 @@ export interface CreateSessionInput {
   owner: CallerPrincipal;
   caller: CallerDeclaration | null;
   callerTimeoutMs: number;
+  /** Default `stream`. */
+  callerPresence?: CallerPresence;
   prompt: string | null;
   image: string | null;
   via: Via | null;
@@ -35,6 +44,8 @@ export interface CreateSessionInput {
   agent: SessionAgentSpec;
   /** The droid's key for Oubliette's tools (its environment), if it gets one. */
   droidKey: DroidKey | null;
+  /** The session whose droid started this one, and this one's depth (absent: depth 0). */
+  parent?: { sessionId: string; depth: number } | null;
   /** From the project's limits; 0 turns a rule off. */
   idleTimeoutMs: number;
   maxLifetimeMs: number;
@@ -44,6 +55,8 @@ export interface SendMessageInput {
   principal: CallerPrincipal;
   message: string | null;
   caller: CallerDeclaration | null;
+  /** A new `caller_presence` for the session (owner only); absent or null keeps it. */
+  callerPresence?: CallerPresence | null;
   via: Via | null;
 }
 
@@ -53,6 +66,13 @@ export interface RespondInput {
   result?: JsonValue;
   error?: unknown;
   via: Via | null;
+}
+
+/** A page of `session events`; events typed loosely (the recursive JSON type is too deep for RPC stub typing). */
+export interface EventsPage {
+  events: Record<string, unknown>[];
+  next_index: number;
+  status: string;
 }
 
 /** What the MCP session reports about its event stream. */

@@ -8,7 +8,8 @@ export const callerToolResponseTool = defineTool({
   name: "caller_tool_response",
   title: "Answer a droid's call to one of your tools",
   description:
-    "Answer a caller_tool_request event: give its session_id and request_id, and either result " +
+    "Answer a caller_tool_request (from a notification, session events or session pending): give its " +
+    "session_id and request_id, and either result " +
     "(any JSON; an MCP CallToolResult is passed through as is) or error (a message), not both. Each request is " +
     "answered once; an answer to a request the droid stopped waiting for is refused.",
   action: {

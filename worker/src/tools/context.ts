@@ -30,6 +30,8 @@ export interface ToolContext {
   /** Records what the call acted on, for the audit log (e.g. the id of what it created). */
   auditTarget(target: string): void;
   log: Log;
+  /** The session whose droid makes the call (with its key, or through its socket): it nests what it starts. */
+  viaSession?: string;
 }
 
 /**

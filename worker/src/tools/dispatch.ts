@@ -112,6 +112,7 @@ export async function callTool(
     auditTarget(value) {
       auditTarget = value;
     },
+    ...(call.viaSession !== undefined ? { viaSession: call.viaSession } : {}),
   };
   const record = (outcome: string) => {
     if (access === "read") return;

@@ -6,7 +6,8 @@ import { AppError, type Result, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { projectSpec, sessionAgent, workspaceSetup } from "../projects/project-config.js";
 import { droidKey, type OublietteAccess } from "../session/droid-key.js";
-import type { CallerDeclaration } from "../session/types.js";
+import { placeChild } from "../session/nesting.js";
+import type { CallerDeclaration, CallerPresence } from "../session/types.js";
 import type { ToolContext } from "./context.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
 
@@ -16,6 +17,7 @@ import { invalidJsonSchema } from "./input-schema-check.js";
  */
 
 export type CallerFields = {
+  caller_presence?: CallerPresence | undefined;
   caller_id?: string | undefined;
   caller_tools?: CallerDeclaration["tools"] | undefined;
   context?:
@@ -100,12 +102,20 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   if (args.prompt !== undefined) requireFits("message", args.prompt);
   const caller = callerDeclaration(args);
   const sessionId = `ses_${randomHex(12)}`;
+  // A droid's spawn starts a child: in its project, one level deeper, always a new session.
+  const child =
+    ctx.viaSession === undefined
+      ? null
+      : await placeChild(ctx.env, ctx.viaSession, {
+          projectId: args.project_id,
+          workspaceId: args.workspace_id,
+        });
   const plan = unwrap(
     await objects.project(ctx.env, args.project_id).openSession({
       sessionId,
-      workspaceId: args.workspace_id ?? null,
+      workspaceId: args.workspace_id ?? (args.create_workspace ? null : (child?.workspaceId ?? null)),
       createWorkspace: args.create_workspace,
-      newSession: args.new_session,
+      newSession: args.new_session || child !== null,
       ownerTokenId: ctx.principal.tokenId,
       externalId: args.external_id ?? null,
       source: args.source ?? null,
@@ -114,7 +124,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   if (plan.kind === "resume") {
     ctx.auditTarget(plan.sessionId);
     const stub = sessionStub(ctx, plan.sessionId);
-    if (args.prompt === undefined && caller === null) {
+    if (args.prompt === undefined && caller === null && args.caller_presence === undefined) {
       return {
         ...settled(ctx, plan.sessionId, await stub.getInfo(ctx.principal, ctx.mcp?.via ?? null)),
         resumed: true,
@@ -127,6 +137,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
         principal: ctx.principal,
         message: args.prompt ?? null,
         caller,
+        callerPresence: args.caller_presence ?? null,
         via: ctx.mcp?.via ?? null,
       }),
     );
@@ -150,15 +161,19 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     owner: ctx.principal,
     caller,
     callerTimeoutMs: timeoutMs,
+    callerPresence: args.caller_presence ?? "stream",
     prompt: args.prompt ?? null,
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
     workspace: workspaceSetup(plan.config, plan.workspaceId),
     agent: sessionAgent(plan.config, args),
     droidKey: key,
+    parent: child && { sessionId: child.parentId, depth: child.depth },
     via: ctx.mcp?.via ?? null,
     idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
     maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
   });
-  return { ...settled(ctx, sessionId, result), resumed: false };
+  const created = settled(ctx, sessionId, result);
+  if (child) unwrap(await objects.session(ctx.env, child.parentId).addChild(sessionId));
+  return { ...created, resumed: false };
 }

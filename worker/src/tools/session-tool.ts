@@ -5,9 +5,11 @@ import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import { CALLER_PRESENCE } from "../session/types.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
 import { callerDeclaration, requireFits, sessionStub, settled, spawnOrResume } from "./session-spawn.js";
+import { waitForEvents } from "./wait-for-events.js";
 
 const SessionIdSchema = SessionIdFormat.describe("Session id returned by spawn.");
 
@@ -24,6 +26,14 @@ const callerFields = {
     .catchall(z.unknown())
     .optional()
     .describe("Session context; may carry caller_id and caller_tools instead of the top-level fields."),
+  caller_presence: z
+    .enum(CALLER_PRESENCE)
+    .optional()
+    .describe(
+      "What your absence does to the droid's waiting calls: stream (default), they fail seconds after your " +
+        "last event stream closes; deadline, they wait for your answer until their deadline (for callers that " +
+        "come and go, e.g. one-shot CLI runs).",
+    ),
 };
 
 const spawnFields = {
@@ -68,7 +78,8 @@ export const sessionTool = defineActionTool({
   title: "Droid sessions",
   description:
     "Start a droid in a project's container, send it messages, lend it your tools and read its events. " +
-    "Events (including caller_tool_request) also arrive as notifications/message on your MCP stream.",
+    "Events (including caller_tool_request) also arrive as notifications/message on your MCP stream; " +
+    "if you cannot see those, poll events with wait_seconds, or pending, and answer with caller_tool_response.",
   actions: {
     spawn: action({
       description:
@@ -126,13 +137,14 @@ export const sessionTool = defineActionTool({
         }
         const sessionId = args.session_id as string;
         const caller = callerDeclaration(args);
-        if (args.message === undefined && caller === null) {
-          throw new AppError("invalid_arguments", "give a message, caller tools, or both");
+        if (args.message === undefined && caller === null && args.caller_presence === undefined) {
+          throw new AppError("invalid_arguments", "give a message, caller tools or caller_presence");
         }
         const result = await sessionStub(ctx, sessionId).sendMessage({
           principal: ctx.principal,
           message: args.message ?? null,
           caller,
+          callerPresence: args.caller_presence ?? null,
           via: ctx.mcp?.via ?? null,
         });
         return settled(ctx, sessionId, result);
@@ -153,7 +165,9 @@ export const sessionTool = defineActionTool({
       },
     }),
     get: action({
-      description: "Get a session's status, workspace, host, caller tools and pending requests.",
+      description:
+        "Get a session's status, workspace, host, caller tools and the caller tool requests waiting for your " +
+        "answer (open_requests).",
       access: "read",
       target: "project",
       timing: "sync",
@@ -191,7 +205,10 @@ export const sessionTool = defineActionTool({
       },
     }),
     events: action({
-      description: "Read the session's events from since_index on (each event has an index).",
+      description:
+        "Read the session's events from since_index on (each event has an index); pass next_index as the " +
+        "next since_index. With wait_seconds it waits (sync, up to 50 s) until an event comes: poll it this " +
+        "way to see caller_tool_request events if your client does not show you notifications.",
       access: "read",
       target: "project",
       timing: "sync",
@@ -211,15 +228,36 @@ export const sessionTool = defineActionTool({
           .max(1000)
           .default(100)
           .describe("Most events to return (default 100)."),
+        wait_seconds: z
+          .number()
+          .min(0)
+          .max(50)
+          .default(0)
+          .describe(
+            "When no event from since_index on exists yet, wait up to this long for one (default 0: answer at once).",
+          ),
       }),
       async handler(args, ctx) {
         const stub = sessionStub(ctx, args.session_id);
-        const result = await stub.readEvents(
-          ctx.principal,
-          args.since_index,
-          args.limit,
-          ctx.mcp?.via ?? null,
+        const via = ctx.mcp?.via ?? null;
+        const result = await waitForEvents(
+          (waitMs) => stub.readEvents(ctx.principal, args.since_index, args.limit, via, waitMs),
+          { since: args.since_index, waitSeconds: args.wait_seconds, mcp: ctx.mcp },
         );
+        return settled(ctx, args.session_id, result);
+      },
+    }),
+    pending: action({
+      description:
+        "List the droid's caller tool requests that wait for your answer (request_id, tool, arguments, " +
+        "deadline); answer each with caller_tool_response.",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { session_id: EXAMPLE_SESSION },
+      input: z.object({ session_id: SessionIdSchema }),
+      async handler(args, ctx) {
+        const result = await sessionStub(ctx, args.session_id).pending(ctx.principal, ctx.mcp?.via ?? null);
         return settled(ctx, args.session_id, result);
       },
     }),
