@@ -30,6 +30,8 @@ const STATUS = {
   unsupported: 422,
   image_not_found: 422,
   not_owner: 403,
+  /** The work was cancelled: `job cancel`, or the MCP request that waited for it was cancelled. */
+  cancelled: 410,
   config_error: 500,
   internal: 500,
 } as const;

@@ -161,8 +161,9 @@ export class ProjectManager {
     return this.project(projectId).workspaces.read(workspaceId, path, kind, maxBytes);
   }
 
-  exec(params: ContainerExecParams): Promise<ContainerExecResult> {
-    return this.#existing(params.project_id).exec(params);
+  /** Runs a user's command in the project's container; `signal` (the Worker cancelled it) kills it. */
+  exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult> {
+    return this.#existing(params.project_id).exec(params, signal);
   }
 
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {

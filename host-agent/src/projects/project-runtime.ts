@@ -232,8 +232,8 @@ export class ProjectRuntime {
     if (this.#box) await closeServing(this.#box);
   }
 
-  async exec(params: ContainerExecParams): Promise<ContainerExecResult> {
-    return this.#running().workload.exec(params);
+  async exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult> {
+    return this.#running().workload.exec(params, signal);
   }
 
   async logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {

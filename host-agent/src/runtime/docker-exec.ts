@@ -1,9 +1,9 @@
 /**
  * `container exec` through the Engine's exec API: the argv goes to the engine as an array (no
- * shell anywhere), stdout and stderr come back demultiplexed and capped. On timeout the exec'd
- * process and its descendants are killed, found through the host's /proc (the engine has no
- * "kill exec" call): by the host-agent when it may signal them, else by a `node` exec in the
- * container that signals their in-container pids.
+ * shell anywhere), stdout and stderr come back demultiplexed and capped. On timeout, or when the
+ * Worker cancels the request, the exec'd process and its descendants are killed, found through
+ * the host's /proc (the engine has no "kill exec" call): by the host-agent when it may signal
+ * them, else by a `node` exec in the container that signals their in-container pids.
  */
 import { readFile } from "node:fs/promises";
 import { Writable } from "node:stream";
@@ -31,6 +31,7 @@ export async function dockerExec(
   container: Dockerode.Container,
   params: ContainerExecParams,
   logger: Logger,
+  signal?: AbortSignal,
 ): Promise<ContainerExecResult> {
   const startedAt = Date.now();
   let exec: Dockerode.Exec;
@@ -73,18 +74,26 @@ export async function dockerExec(
     timedOut = true;
     void killExecTree(container, exec, logger);
   }, params.timeout_ms);
+  let cancelled = false;
+  const cancel = () => {
+    cancelled = true;
+    void killExecTree(container, exec, logger);
+  };
+  signal?.addEventListener("abort", cancel, { once: true });
+  if (signal?.aborted) cancel();
   try {
     await ended;
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener("abort", cancel);
   }
-  if (timedOut) {
+  if (timedOut || cancelled) {
     // The kill normally ends the stream at once; a stream that lingers is cut.
     await Promise.race([ended, new Promise((r) => setTimeout(r, KILL_GRACE_MS).unref())]);
     (stream as unknown as { destroy?(): void }).destroy?.();
   }
   let exitCode: number | null = null;
-  if (!timedOut) {
+  if (!timedOut && !cancelled) {
     const info = await exec.inspect().catch(() => null);
     exitCode = info?.ExitCode ?? null;
   }

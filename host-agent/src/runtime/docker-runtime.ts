@@ -158,7 +158,7 @@ export class DockerRuntime implements AgentRuntime {
         stopping ??= this.#stop(container, reason);
         return stopping;
       },
-      exec: (params) => dockerExec(this.#docker, container, params, this.#logger),
+      exec: (params, signal) => dockerExec(this.#docker, container, params, this.#logger, signal),
       logs: (params) => dockerLogs(container, params),
     };
   }

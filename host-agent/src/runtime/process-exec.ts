@@ -1,7 +1,7 @@
 /**
  * `container exec` under the process runtime (development only): the argv runs as a child of the
  * host-agent, without a shell, in the project's workspace directory (a container path under
- * /workspace is mapped onto it), in its own process group so a timeout kills all of it.
+ * /workspace is mapped onto it), in its own process group so a timeout (or a cancel) kills all of it.
  */
 import { spawn } from "node:child_process";
 import { isAbsolute, join, relative } from "node:path";
@@ -24,6 +24,7 @@ export async function processExec(
   params: ContainerExecParams,
   workspacesDir: string,
   env: Record<string, string>,
+  signal?: AbortSignal,
 ): Promise<ContainerExecResult> {
   const startedAt = Date.now();
   const cwd = mapWorkspacePath(params.cwd ?? DEFAULT_EXEC_CWD, workspacesDir);
@@ -39,20 +40,26 @@ export async function processExec(
   });
   child.stdout.on("data", (chunk: Buffer) => output.push("stdout", chunk));
   child.stderr.on("data", (chunk: Buffer) => output.push("stderr", chunk));
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
+  const kill = () => {
     try {
       process.kill(-(child.pid ?? 0), "SIGKILL");
     } catch {
       child.kill("SIGKILL");
     }
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
   }, params.timeout_ms);
+  signal?.addEventListener("abort", kill, { once: true });
+  if (signal?.aborted) kill();
   const exit = await new Promise<{ code: number | null; error?: Error }>((resolve) => {
     child.once("error", (error) => resolve({ code: null, error }));
     child.once("close", (code) => resolve({ code }));
   });
   clearTimeout(timer);
+  signal?.removeEventListener("abort", kill);
   if (exit.error) throw new HostError("exec_failed", `could not run ${program}: ${exit.error.message}`);
   const durationMs = Date.now() - startedAt;
   const { answer, cut } = fitOutput(output.text("stdout"), output.text("stderr"), (stdout, stderr) => ({

@@ -104,7 +104,7 @@ export class ProcessRuntime implements AgentRuntime {
         stopping ??= this.#stop(child, exited, reason, logger);
         return stopping;
       },
-      exec: (params) => processExec(params, spec.workspacesDir, baseEnv()),
+      exec: (params, signal) => processExec(params, spec.workspacesDir, baseEnv(), signal),
       logs: async (params) => ({ lines: ring.read(params.tail, params.since), truncated: false }),
     };
   }

@@ -49,8 +49,11 @@ export interface Workload {
   readonly exited: Promise<WorkloadExit>;
   /** Stops it (SIGTERM, then SIGKILL after the grace) and removes it. Idempotent. */
   stop(reason: string): Promise<void>;
-  /** Runs a user's command (argv) in it; throws HostError("not_running"/"exec_failed"/"invalid"). */
-  exec(params: ContainerExecParams): Promise<ContainerExecResult>;
+  /**
+   * Runs a user's command (argv) in it; throws HostError("not_running"/"exec_failed"/"invalid").
+   * An aborted `signal` kills the command as its timeout would.
+   */
+  exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult>;
   /** Its output, both streams, newest lines last. */
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult>;
 }

@@ -1,5 +1,5 @@
 import type { Logger } from "../../../lib/log.js";
-import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import type { HandlerContext, RpcPeer } from "../../../lib/rpc/peer.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   HostHelloResultSchema,
@@ -123,10 +123,10 @@ export class HostControl {
 /** Registers the registry's requests on a host channel peer; every failure becomes a reasoned error. */
 export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logger): void {
   const guard =
-    <P, R>(what: (params: P) => string, run: (params: P) => Promise<R>) =>
-    async (params: P): Promise<R> => {
+    <P, R>(what: (params: P) => string, run: (params: P, ctx: HandlerContext) => Promise<R>) =>
+    async (params: P, ctx: HandlerContext): Promise<R> => {
       try {
-        return await run(params);
+        return await run(params, ctx);
       } catch (err) {
         throw toRpcError(err, logger, what(params));
       }
@@ -227,7 +227,8 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ContainerExecParamsSchema,
     guard(
       (p) => `could not exec in project ${p.project_id}`,
-      (p) => host.exec(p),
+      // The Worker cancels an exec (its job was cancelled) with notifications/cancelled: kill it.
+      (p, ctx) => host.exec(p, ctx.signal),
     ),
   );
   peer.handle(

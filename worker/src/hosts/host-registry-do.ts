@@ -3,7 +3,9 @@ import { Limits } from "../../../protocol/limits.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
+  CANCELLED,
   encodeError,
+  encodeNotification,
   encodeRequest,
   encodeResult,
   type JsonRpcId,
@@ -55,6 +57,8 @@ interface PendingRequest {
   method: string;
   resolve(result: Result<unknown>): void;
   timer: ReturnType<typeof setTimeout>;
+  /** The caller's name for it, when it may be cancelled (`cancelProjectRequest`). */
+  cancelKey?: string;
 }
 
 /**
@@ -199,6 +203,10 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     method: string;
     params: Record<string, unknown>;
     placeWith?: boolean;
+    /** Names the request for `cancelProjectRequest`. */
+    cancelKey?: string;
+    /** How long the host may take (a long exec); default: the ack timeout. */
+    timeoutMs?: number;
   }): Promise<Result<unknown>> {
     let hostId = this.#store.projectHost(input.projectId);
     if (hostId === null) {
@@ -216,7 +224,29 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     const host = this.#connectedHosts().find((h) => h.attachment.hostId === hostId);
     if (!host)
       return fail("no_host", `project ${input.projectId} lives on host ${hostId}, which is not connected`);
-    return this.#request(host.ws, input.method, { project_id: input.projectId, ...input.params });
+    return this.#request(
+      host.ws,
+      input.method,
+      { project_id: input.projectId, ...input.params },
+      { timeoutMs: input.timeoutMs, cancelKey: input.cancelKey },
+    );
+  }
+
+  /**
+   * Cancels the project request named `cancelKey`: the host hears `notifications/cancelled` for it
+   * (the host-agent aborts the handler: an exec is killed) and the request answers `cancelled`
+   * now. A request already answered is left alone.
+   */
+  async cancelProjectRequest(input: { cancelKey: string; reason: string }): Promise<{ cancelled: boolean }> {
+    for (const [id, pending] of this.#pending) {
+      if (pending.cancelKey !== input.cancelKey) continue;
+      this.#pending.delete(id);
+      clearTimeout(pending.timer);
+      trySend(pending.ws, encodeNotification(CANCELLED, { requestId: id, reason: input.reason }));
+      pending.resolve(fail("cancelled", `${pending.method} was cancelled: ${input.reason}`));
+      return { cancelled: true };
+    }
+    return { cancelled: false };
   }
 
   /** The project was deleted: its host removes its container and workspaces (now, or when it is back). */
@@ -656,15 +686,26 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     });
   }
 
-  #request(ws: WebSocket, method: string, params: unknown): Promise<Result<unknown>> {
+  #request(
+    ws: WebSocket,
+    method: string,
+    params: unknown,
+    options: { timeoutMs?: number | undefined; cancelKey?: string | undefined } = {},
+  ): Promise<Result<unknown>> {
     const id = crypto.randomUUID();
-    const timeoutMs = config(this.env).hostAckTimeoutMs;
+    const timeoutMs = options.timeoutMs ?? config(this.env).hostAckTimeoutMs;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
         resolve(fail("host_error", `the host did not answer ${method} within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.#pending.set(id, { ws, method, resolve, timer });
+      this.#pending.set(id, {
+        ws,
+        method,
+        resolve,
+        timer,
+        ...(options.cancelKey ? { cancelKey: options.cancelKey } : {}),
+      });
       if (!trySend(ws, encodeRequest(id, method, params))) {
         clearTimeout(timer);
         this.#pending.delete(id);

@@ -5,6 +5,15 @@ import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { projectSpec } from "./project-config.js";
 
+export interface HostRequestOptions {
+  /** Place a project that has no host yet (container start). */
+  place?: boolean;
+  /** Cancels the request: the registry sends the host `notifications/cancelled` and answers `cancelled`. */
+  signal?: AbortSignal | undefined;
+  /** How long the host may take to answer (default: the registry's ack timeout). */
+  timeoutMs?: number;
+}
+
 /**
  * Requests to a project's host (its container and workspaces), with the answer parsed by the
  * tunnel's result schema. The project must exist; `container start` also places a project that
@@ -16,13 +25,33 @@ export async function onProjectHost<T extends z.ZodType>(
   method: (typeof TunnelMethod)[keyof typeof TunnelMethod],
   params: Record<string, unknown>,
   result: T,
-  options: { place?: boolean } = {},
+  options: HostRequestOptions = {},
 ): Promise<z.output<T>> {
-  const answer = unwrap(
-    await objects
-      .hostRegistry(env)
-      .projectRequest({ projectId, method, params, placeWith: options.place ?? false }),
-  );
+  const registry = objects.hostRegistry(env);
+  const { signal, timeoutMs } = options;
+  if (signal?.aborted) throw new AppError("cancelled", `${method} was cancelled before it was sent`);
+  // The registry knows the request by this key, so that a cancel can name it to the host.
+  const cancelKey = signal ? crypto.randomUUID() : undefined;
+  const onAbort = () => {
+    const reason = signal?.reason instanceof Error ? signal.reason.message : "cancelled";
+    void registry.cancelProjectRequest({ cancelKey: cancelKey as string, reason }).catch(() => {});
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let answer: unknown;
+  try {
+    answer = unwrap(
+      await registry.projectRequest({
+        projectId,
+        method,
+        params,
+        placeWith: options.place ?? false,
+        ...(cancelKey ? { cancelKey } : {}),
+        ...(timeoutMs ? { timeoutMs } : {}),
+      }),
+    );
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
   const parsed = result.safeParse(answer);
   if (!parsed.success)
     throw new AppError("host_error", `the host's answer to ${method} is not what the protocol says`);

@@ -16,6 +16,9 @@ import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/proj
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
 
+/** How long past an exec's timeout its host may take to answer (killing it, collecting output). */
+const EXEC_ANSWER_GRACE_MS = 30_000;
+
 export const containerTool = defineActionTool({
   name: "container",
   title: "Project containers",
@@ -139,6 +142,8 @@ export const containerTool = defineActionTool({
             output_limit_bytes: args.output_limit_bytes,
           },
           ContainerExecResultSchema,
+          // The host answers once the command ends or is killed at its timeout; a cancel kills it.
+          { signal: ctx.signal, timeoutMs: args.timeout_seconds * 1000 + EXEC_ANSWER_GRACE_MS },
         );
       },
     }),

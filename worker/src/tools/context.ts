@@ -32,6 +32,11 @@ export interface ToolContext {
   log: Log;
   /** The session whose droid makes the call (with its key, or through its socket): it nests what it starts. */
   viaSession?: string;
+  /**
+   * Aborted when the caller cancels the work (`job cancel`, or MCP `notifications/cancelled`);
+   * work that can stop early passes it on (a host request is cancelled on the host).
+   */
+  signal?: AbortSignal;
 }
 
 /**
