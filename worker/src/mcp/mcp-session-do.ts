@@ -21,6 +21,7 @@ import { TOKEN_RECHECK_MS } from "../session/subscriber-sockets.js";
 import type { PresenceChange } from "../session/types.js";
 import { SSE_HEADERS, SseStream } from "../streams/sse.js";
 import { AnswerStreams } from "./answer-streams.js";
+import { InFlightCalls } from "./in-flight-calls.js";
 import {
   type HttpReply,
   jsonReply,
@@ -70,6 +71,7 @@ const INSTRUCTIONS =
 export class McpSessionDurableObject extends DurableObject<Env> {
   readonly #store: McpStore;
   readonly #answers = new AnswerStreams();
+  readonly #calls = new InFlightCalls();
   #meta: McpMeta | null;
   #stream: SseStream | null = null;
   #log: Log;
@@ -191,6 +193,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     const badVersion = unsupportedVersion(input.protocolVersion);
     if (badVersion) return badVersion;
     this.#touch(meta);
+    for (const message of messages) this.#calls.noticeCancel(message);
     const requests = messages.filter((m): m is JSONRPCRequest => isJSONRPCRequest(m));
     if (requests.length === 0) return { status: 202 };
     const reply = new PostReply(
@@ -242,6 +245,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     reply: PostReply,
   ): Promise<unknown> {
     const token = request.params?._meta?.progressToken;
+    const signal = this.#calls.begin(request.id);
     try {
       const result = await handleMethod(request, {
         env: this.env,
@@ -259,6 +263,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
           this.#store.setMeta("session", meta);
         },
         waitUntil: (p) => this.ctx.waitUntil(p),
+        signal,
       });
       return { jsonrpc: "2.0", id: request.id, result };
     } catch (err) {
@@ -270,6 +275,8 @@ export class McpSessionDurableObject extends DurableObject<Env> {
         id: request.id,
         error: { code: McpErrorCode.internalError, message: "Internal error" },
       };
+    } finally {
+      this.#calls.end(request.id, signal);
     }
   }
 

@@ -18,6 +18,8 @@ export interface MethodContext {
   log: Log;
   setLogLevel(level: McpMeta["logLevel"]): void;
   waitUntil(promise: Promise<unknown>): void;
+  /** Aborted when the client cancels this request (`notifications/cancelled`). */
+  signal?: AbortSignal;
 }
 
 const CallParamsSchema = z.object({
@@ -44,6 +46,7 @@ export async function handleMethod(request: JSONRPCRequest, ctx: MethodContext):
           mcp: ctx.origin,
           log: ctx.log,
           waitUntil: ctx.waitUntil,
+          signal: ctx.signal,
         });
       } catch (err) {
         if (err instanceof UnknownToolError)

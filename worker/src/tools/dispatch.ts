@@ -34,6 +34,8 @@ export interface CallEnvironment {
   waitUntil(promise: Promise<unknown>): void;
   /** The session whose droid calls with its API key (audited with the call). */
   viaSession?: string;
+  /** Aborted when the caller cancels the call (MCP `notifications/cancelled`). */
+  signal?: AbortSignal;
 }
 
 /** A failed tool call as MCP says it should look: `isError` with a message a person can act on. */
@@ -113,6 +115,7 @@ export async function callTool(
       auditTarget = value;
     },
     ...(call.viaSession !== undefined ? { viaSession: call.viaSession } : {}),
+    signal: call.signal,
   };
   const record = (outcome: string) => {
     if (access === "read") return;
