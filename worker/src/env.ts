@@ -41,6 +41,8 @@ export interface Env {
   OUBLIETTE_HOST_GRACE_MS?: string;
   OUBLIETTE_DEFAULT_AGENT?: string;
   OUBLIETTE_RECONNECT_BUDGET_MS?: string;
+  OUBLIETTE_JOB_SHORT_WAIT_MS?: string;
+  OUBLIETTE_JOB_MEDIUM_WAIT_MS?: string;
 }
 
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -113,6 +115,10 @@ const ConfigSchema = z.object({
   reconnectBudgetMs: ms(75_000),
   /** The agent runtime of projects that do not name one (`npm start` sets it when a model key is configured). */
   defaultAgent: AgentRuntimeSchema.default(DEFAULT_AGENT_RUNTIME),
+  /** How long an async_short call waits for its job before answering its job id (seeds/004: 30 s). */
+  jobShortWaitMs: ms(30_000),
+  /** The same for async_medium (seeds/004: 120 s). */
+  jobMediumWaitMs: ms(120_000),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -134,6 +140,8 @@ export function config(env: Env): Config {
     hostGraceMs: env.OUBLIETTE_HOST_GRACE_MS,
     reconnectBudgetMs: env.OUBLIETTE_RECONNECT_BUDGET_MS,
     defaultAgent: env.OUBLIETTE_DEFAULT_AGENT || undefined,
+    jobShortWaitMs: env.OUBLIETTE_JOB_SHORT_WAIT_MS,
+    jobMediumWaitMs: env.OUBLIETTE_JOB_MEDIUM_WAIT_MS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

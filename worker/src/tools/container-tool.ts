@@ -29,7 +29,7 @@ export const containerTool = defineActionTool({
       description: "Start the project's container (spawn also starts it on demand).",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_medium",
       example: { project_id: EXAMPLE_PROJECT },
       input: z.object({ project_id: ProjectIdSchema }),
       async handler(args, ctx) {
@@ -67,7 +67,7 @@ export const containerTool = defineActionTool({
       description: "Stop the project's container; its running sessions end (their workspaces stay).",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_short",
       example: { project_id: EXAMPLE_PROJECT },
       input: z.object({
         project_id: ProjectIdSchema,
@@ -94,7 +94,7 @@ export const containerTool = defineActionTool({
         "Run a command in the project's container: an argv array runs as is; a string runs with sh -c inside the container. Returns exit code and output.",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_medium",
       example: {
         project_id: EXAMPLE_PROJECT,
         command: ["git", "status", "--short"],

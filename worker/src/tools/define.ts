@@ -9,8 +9,17 @@ import type { ToolContext } from "./context.js";
  * matrix test all derive from this definition.
  */
 
-/** sync: the call returns the handler's result. fire_and_forget: the call returns once accepted. */
-export type Timing = "sync" | "fire_and_forget";
+/**
+ * How long an action takes, and so how a call of it is answered (seeds/004; bounds in
+ * `jobs/timing.ts`). Every class but `sync` runs as a job (the `job` tool reads it):
+ * - sync: the call answers the handler's result;
+ * - async_short / async_medium: the call waits for the job up to its bound (30 s / 120 s), then
+ *   answers the result, or `{job_id, status: "running"}` when the work goes on;
+ * - async_long: the call answers `{job_id}` at once;
+ * - fire_and_forget: the call answers `{job_id, status: "accepted"}` at once; nobody is expected
+ *   to wait, but a failure is kept (`job list status=failed`).
+ */
+export type Timing = "sync" | "async_short" | "async_medium" | "async_long" | "fire_and_forget";
 
 export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unknown> {
   description: string;
@@ -19,6 +28,11 @@ export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unkno
   /** global: acts on the installation; project: on one project (named by project_id, or a session's). */
   target: Target;
   timing: Timing;
+  /**
+   * The caller asked not to wait (e.g. spawn's `wait: false`): true makes this call async_long,
+   * answering its job id at once. Only for actions that run as jobs.
+   */
+  noWait?(args: z.output<I>): boolean;
   /** Arguments that make sense for this action (without `action`); checked against `input` by a test. */
   example: z.input<I>;
   handler(args: z.output<I>, ctx: ToolContext): Promise<O>;

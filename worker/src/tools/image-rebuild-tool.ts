@@ -16,7 +16,7 @@ export const imageRebuildTool = defineTool({
     // The seed's table: global + write.
     access: "write",
     target: "global",
-    timing: "sync",
+    timing: "async_medium",
     example: { project_id: "prj_0123456789abcdef01234567" },
     input: z.object({ project_id: ProjectIdSchema }),
     async handler(args, ctx) {

@@ -78,7 +78,7 @@ export const projectTool = defineActionTool({
         "Delete a project, its workspaces and its project-scoped tokens. Refused while sessions run unless force is true.",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_short",
       example: { project_id: EXAMPLE_PROJECT, force: false },
       input: z.object({
         project_id: ProjectIdSchema,

@@ -246,7 +246,7 @@ export const scheduleTool = defineActionTool({
       description: "Run a schedule now (even when disabled), as its creator; answers the run.",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_medium",
       example: BY_ID_EXAMPLE,
       input: ById,
       async handler(args, ctx) {

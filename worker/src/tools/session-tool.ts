@@ -86,7 +86,7 @@ export const sessionTool = defineActionTool({
         "Start a session (a droid in the project's container) in a workspace, or resume the one running there.",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_medium",
       example: { project_id: EXAMPLE_PROJECT, prompt: "Run the tests and fix what fails." },
       input: z.object({
         ...spawnFields,

@@ -28,7 +28,7 @@ export const workspaceTool = defineActionTool({
       description: "Delete a workspace (not the default one, nor one a session runs in).",
       access: "write",
       target: "project",
-      timing: "sync",
+      timing: "async_short",
       example: { project_id: EXAMPLE_PROJECT, workspace_id: "experiment-1" },
       input: z.object({ project_id: ProjectIdSchema, workspace_id: WorkspaceIdSchema }),
       async handler(args, ctx) {
