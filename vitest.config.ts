@@ -37,6 +37,9 @@ export const WORKERS_TEST_VARS = {
   OUBLIETTE_HOST_GRACE_MS: "2000",
   // The origin the tests' requests go to (test/workers/support BASE); Host must be one of these.
   OUBLIETTE_PUBLIC_ORIGINS: "https://worker.test",
+  // A call that becomes a job waits this long before answering its job id (30 s / 120 s deployed).
+  OUBLIETTE_JOB_SHORT_WAIT_MS: "3000",
+  OUBLIETTE_JOB_MEDIUM_WAIT_MS: "3000",
 };
 
 export default defineConfig({

@@ -9,6 +9,7 @@ import type { Access, Target } from "../../worker/src/auth/scopes.js";
 import { toolDefinitions } from "../../worker/src/tools/catalog.js";
 import { actionLabel, argumentsSchema } from "../../worker/src/tools/define.js";
 import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
+import { rawCall } from "./support/jobs.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
 import { createProject } from "./support/projects.js";
 
@@ -92,6 +93,7 @@ describe("the permission matrix", () => {
   let sessionA = "";
   let sessionToEnd = "";
   let scheduleA = "";
+  let jobA = "";
 
   async function issue(
     admin: string,
@@ -135,6 +137,13 @@ describe("the permission matrix", () => {
       overlap_behavior: "parallel",
     });
     scheduleA = z.string().parse(schedule.structuredContent?.schedule_id);
+    // A job of project A (its exec fails at once on this host: any outcome will do).
+    const exec = await rawCall(admin, "container", {
+      action: "exec",
+      project_id: projectA,
+      command: ["true"],
+    });
+    jobA = exec._meta["oubliette/job_id"];
     const scopeOf: Record<Exclude<Kind, "expired" | "revoked">, string> = {
       admin: "admin",
       "admin:ro": "admin:ro",
@@ -166,6 +175,7 @@ describe("the permission matrix", () => {
     if ("project_id" in args) args.project_id = projectA;
     if ("session_id" in args) args.session_id = row.label === "session.end" ? sessionToEnd : sessionA;
     if ("schedule_id" in args) args.schedule_id = scheduleA;
+    if ("job_id" in args) args.job_id = jobA;
     if (Array.isArray(args.targets)) args.targets = args.targets.map((t) => ({ ...t, project_id: projectA }));
     if (typeof args.scope === "string" && args.scope.startsWith("project:"))
       args.scope = `project:${projectA}:ro`;

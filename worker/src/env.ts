@@ -2,6 +2,8 @@ import { z } from "zod";
 import { AgentRuntimeSchema, DEFAULT_AGENT_RUNTIME } from "../../protocol/agent-runtimes.js";
 import type { AuditLogDurableObject } from "./audit/audit-log-do.js";
 import type { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
+import type { JobDirectoryDurableObject } from "./jobs/job-directory-do.js";
+import type { JobDurableObject } from "./jobs/job-do.js";
 import type { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
 import type { ProjectDirectoryDurableObject } from "./projects/project-directory-do.js";
 import type { ProjectDurableObject } from "./projects/project-do.js";
@@ -21,6 +23,8 @@ export interface Env {
   AUDIT: DurableObjectNamespace<AuditLogDurableObject>;
   SCHEDULES: DurableObjectNamespace<ScheduleDurableObject>;
   SCHEDULE_DIRECTORY: DurableObjectNamespace<ScheduleDirectoryDurableObject>;
+  JOBS: DurableObjectNamespace<JobDurableObject>;
+  JOB_DIRECTORY: DurableObjectNamespace<JobDirectoryDurableObject>;
   /** Admin caller token (secret). Or give OUBLIETTE_ADMIN_TOKEN_SHA256 to keep only its hash. */
   OUBLIETTE_ADMIN_TOKEN?: string;
   OUBLIETTE_ADMIN_TOKEN_SHA256?: string;

@@ -3,6 +3,8 @@ import type { Env } from "./env.js";
 
 export { AuditLogDurableObject } from "./audit/audit-log-do.js";
 export { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
+export { JobDirectoryDurableObject } from "./jobs/job-directory-do.js";
+export { JobDurableObject } from "./jobs/job-do.js";
 export { McpSessionDurableObject } from "./mcp/mcp-session-do.js";
 export { ProjectDirectoryDurableObject } from "./projects/project-directory-do.js";
 export { ProjectDurableObject } from "./projects/project-do.js";

@@ -15,6 +15,7 @@ import { principalOf } from "../auth/principal-header.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
+import { type JobEvent, jobEventLevel, jobEventMessage } from "../jobs/job-events.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import { objects } from "../objects/keys.js";
 import { TOKEN_RECHECK_MS } from "../session/subscriber-sockets.js";
@@ -131,6 +132,21 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       this.#stream?.event(message, seq);
     }
     return { accepted: true };
+  }
+
+  /** A job a call of this session started reports an event (see jobs/job-events.ts). */
+  async jobEvent(event: JobEvent): Promise<{ accepted: boolean }> {
+    const meta = this.#meta;
+    if (!meta) return { accepted: false };
+    if (!passesLevel(jobEventLevel(event), meta.logLevel)) return { accepted: true };
+    const message = jobEventMessage(event);
+    this.#stream?.event(message, this.#store.append(message));
+    return { accepted: true };
+  }
+
+  /** This session now receives the events of droid session `sessionId` (a spawn run as a job). */
+  async follow(sessionId: string): Promise<void> {
+    if (this.#meta) this.#store.addSubscription(sessionId);
   }
 
   override async alarm(): Promise<void> {

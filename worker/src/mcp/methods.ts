@@ -46,6 +46,7 @@ export async function handleMethod(request: JSONRPCRequest, ctx: MethodContext):
           mcp: ctx.origin,
           log: ctx.log,
           waitUntil: ctx.waitUntil,
+          runsJobs: true,
           signal: ctx.signal,
         });
       } catch (err) {

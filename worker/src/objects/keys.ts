@@ -26,4 +26,8 @@ export const objects = {
   schedule: (env: Env, scheduleId: string) => env.SCHEDULES.get(env.SCHEDULES.idFromName(scheduleId)),
   /** Schedule ids and their projects, for `schedule list`. */
   scheduleDirectory: (env: Env) => env.SCHEDULE_DIRECTORY.get(env.SCHEDULE_DIRECTORY.idFromName(GLOBAL)),
+  /** One job: its state, its work (run from its alarm) and, for a day after, its outcome. */
+  job: (env: Env, jobId: string) => env.JOBS.get(env.JOBS.idFromName(jobId)),
+  /** Job ids by project and status, for `job list`. */
+  jobDirectory: (env: Env) => env.JOB_DIRECTORY.get(env.JOB_DIRECTORY.idFromName(GLOBAL)),
 };

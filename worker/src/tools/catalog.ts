@@ -4,6 +4,7 @@ import { configLimitsTool } from "./config-limits-tool.js";
 import { containerTool } from "./container-tool.js";
 import { hostTool } from "./host-tool.js";
 import { imageRebuildTool } from "./image-rebuild-tool.js";
+import { jobTool } from "./job-tool.js";
 import { projectChangesTool, projectTasksTool } from "./openspec-tools.js";
 import { projectTool } from "./project-tool.js";
 import { ToolRegistry } from "./registry.js";
@@ -19,6 +20,7 @@ export const toolDefinitions = [
   containerTool,
   workspaceTool,
   scheduleTool,
+  jobTool,
   tokenTool,
   hostTool,
   auditTool,

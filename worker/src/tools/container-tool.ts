@@ -91,7 +91,7 @@ export const containerTool = defineActionTool({
     }),
     exec: action({
       description:
-        "Run a command in the project's container: an argv array runs as is; a string runs with sh -c inside the container. Returns exit code and output.",
+        "Run a command in the project's container: an argv array runs as is; a string runs with sh -c inside the container. Returns exit code and output. Cancelling its job kills the command.",
       access: "write",
       target: "project",
       timing: "async_medium",

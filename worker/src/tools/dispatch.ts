@@ -4,6 +4,7 @@ import { can, requireAccess, resourceOf } from "../auth/access.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { AppError } from "../errors.js";
+import { callAsJob, JOB_ID_META } from "../jobs/call-as-job.js";
 import { errorMessage, type Log } from "../log.js";
 import type { McpOrigin, ToolContext } from "./context.js";
 import { actionLabel } from "./define.js";
@@ -34,6 +35,12 @@ export interface CallEnvironment {
   waitUntil(promise: Promise<unknown>): void;
   /** The session whose droid calls with its API key (audited with the call). */
   viaSession?: string;
+  /**
+   * Actions whose timing is not `sync` run as jobs (their tool must be in the catalogue, where
+   * the job's object finds it). Without it every action runs in place, as `sync` (a
+   * fire-and-forget one through `waitUntil`).
+   */
+  runsJobs?: boolean;
   /** Aborted when the caller cancels the call (MCP `notifications/cancelled`). */
   signal?: AbortSignal;
 }
@@ -101,6 +108,27 @@ export async function callTool(
       `Token ${call.principal.tokenId} may not use ${label}${projectId ? ` on project ${projectId}` : ""} (needs ${access} access)`,
       "forbidden",
     );
+  }
+  const timing = def.noWait?.(args) ? "async_long" : def.timing;
+  if (timing !== "sync" && call.runsJobs) {
+    const answer = await callAsJob({
+      env: call.env,
+      principal: call.principal,
+      mcp: call.mcp,
+      signal: call.signal,
+      log: call.log,
+      viaSession: call.viaSession ?? null,
+      tool: name,
+      action: args.action,
+      label,
+      timing,
+      target,
+      projectId,
+      arguments: (rawArguments ?? {}) as Record<string, unknown>,
+    });
+    const result = answer.ok ? toolResult(answer.value) : toolError(answer.message, answer.code);
+    result._meta = { [JOB_ID_META]: answer.jobId };
+    return result;
   }
   let auditTarget = projectId ?? (typeof args.session_id === "string" ? args.session_id : null);
   const ctx: ToolContext = {

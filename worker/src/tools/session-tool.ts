@@ -87,6 +87,7 @@ export const sessionTool = defineActionTool({
       access: "write",
       target: "project",
       timing: "async_medium",
+      noWait: (args) => !args.wait,
       example: { project_id: EXAMPLE_PROJECT, prompt: "Run the tests and fix what fails." },
       input: z.object({
         ...spawnFields,
@@ -98,6 +99,12 @@ export const sessionTool = defineActionTool({
           .positive()
           .optional()
           .describe("How long the droid waits for your answer to one of its calls (default 60)."),
+        wait: z
+          .boolean()
+          .default(true)
+          .describe(
+            "false: answer a job_id at once instead of waiting for the droid to start (job wait answers the session).",
+          ),
       }),
       handler: spawnOrResume,
     }),

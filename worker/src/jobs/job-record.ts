@@ -1,0 +1,117 @@
+import { z } from "zod";
+import type { JsonNode } from "../../../protocol/json.js";
+import { randomHex } from "../auth/digest.js";
+import type { Target } from "../auth/scopes.js";
+import type { CallerPrincipal } from "../auth/tokens.js";
+import type { ErrorInfo } from "../errors.js";
+import type { Via } from "../session/types.js";
+import type { JobTiming } from "./timing.js";
+
+export const JobIdSchema = z
+  .string()
+  .regex(/^job_[0-9a-f]{24}$/, "a job id looks like job_ and 24 hex digits")
+  .describe("Job id (a call that became a job answered it).");
+
+export function newJobId(): string {
+  return `job_${randomHex(12)}`;
+}
+
+export const JOB_STATUSES = ["pending", "running", "complete", "failed", "cancelled"] as const;
+export const JobStatusSchema = z.enum(JOB_STATUSES);
+export type JobStatus = z.infer<typeof JobStatusSchema>;
+
+export function isEnded(status: JobStatus): boolean {
+  return status === "complete" || status === "failed" || status === "cancelled";
+}
+
+/** What a job is: the call it stands for. */
+export interface JobOrigin {
+  jobId: string;
+  /** Tool and action, as the catalogue names them. */
+  tool: string;
+  action: string;
+  /** `tool.action`, or the tool's name for a standalone tool. */
+  label: string;
+  timing: JobTiming;
+  /** The action's target and the project its arguments name: whose job it is. */
+  target: Target;
+  projectId: string | null;
+  /** The MCP session that called, which hears the job's events. */
+  mcp: Via | null;
+  viaSession: string | null;
+}
+
+/** What the tool call that became a job hands its object, to run later from its alarm. */
+export interface JobStart extends JobOrigin {
+  /** The call's arguments as given (parsed again by the job, at its boundary). */
+  arguments: Record<string, unknown>;
+  principal: CallerPrincipal;
+}
+
+/**
+ * What became of a cancel: the work `stopped` (it was aborted, or never started), is still
+ * `running` (it could not be interrupted; it goes on to its end) or `finished` after the cancel
+ * anyway (its outcome is kept beside the cancel).
+ */
+export type CancelledWork = "stopped" | "running" | "finished";
+
+/** A job as its object keeps it. */
+export interface JobRecord extends JobOrigin {
+  tokenId: string;
+  status: JobStatus;
+  createdAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+  expiresAt: number | null;
+  /** The handler's value (complete; or a late outcome of a cancelled job). */
+  result: JsonNode | undefined;
+  error: ErrorInfo | null;
+  progress: { message: string; at: number } | null;
+  cancel: { reason: string; at: number; work: CancelledWork } | null;
+  /** The arguments and principal, only until the work starts (a spawn's may hold a key). */
+  pending: Pick<JobStart, "arguments" | "principal"> | null;
+}
+
+/** A job as `job get` shows it. */
+export interface JobInfo {
+  job_id: string;
+  tool: string;
+  project_id: string | null;
+  target: Target;
+  timing: JobTiming;
+  status: JobStatus;
+  token_id: string;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  /** When the outcome is forgotten. */
+  expires_at: string | null;
+  result?: JsonNode;
+  error?: ErrorInfo;
+  progress?: { message: string; at: string };
+  cancel?: { reason: string; at: string; work: CancelledWork };
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function jobInfo(record: JobRecord): JobInfo {
+  const info: JobInfo = {
+    job_id: record.jobId,
+    tool: record.label,
+    project_id: record.projectId,
+    target: record.target,
+    timing: record.timing,
+    status: record.status,
+    token_id: record.tokenId,
+    created_at: iso(record.createdAt) as string,
+    started_at: iso(record.startedAt),
+    ended_at: iso(record.endedAt),
+    expires_at: iso(record.expiresAt),
+  };
+  if (record.result !== undefined) info.result = record.result;
+  if (record.error) info.error = record.error;
+  if (record.progress)
+    info.progress = { message: record.progress.message, at: iso(record.progress.at) as string };
+  if (record.cancel) info.cancel = { ...record.cancel, at: iso(record.cancel.at) as string };
+  return info;
+}
