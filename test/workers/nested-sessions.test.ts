@@ -206,3 +206,37 @@ describe("a droid with a key wider than its project", () => {
     expect(elsewhere.content[0]?.text).toMatch(/starts sessions in its own project/);
   });
 });
+
+describe("through the droid's own socket (no key)", () => {
+  it("session_message starts a child by the same path; session_events reads it with the children's", async () => {
+    const host = await FakeHost.connect(uniqueHostId());
+    const projectId = await createProject({ limits: { max_recursion_depth: 1, max_agents_per_session: 4 } });
+    const spawned = await callTool(admin, "session", { action: "spawn", project_id: projectId });
+    const parent = await droidOf(
+      host,
+      z.object({ session_id: z.string() }).parse(spawned.structuredContent).session_id,
+    );
+    const made = z
+      .object({ session_id: z.string(), depth: z.number(), parent_session_id: z.string() })
+      .passthrough()
+      .parse(resultOf(await parent.tunnel.socket.ask("session_message", { message: "do the other half" })));
+    expect(made).toMatchObject({ depth: 1, parent_session_id: parent.sessionId });
+    expect(host.starts().find((s) => s.session_id === made.session_id)).toBeDefined();
+    const child = await droidOf(host, made.session_id);
+    await child.tunnel.events({ seq: 1, type: "message", text: "half done" });
+    const read = z
+      .object({ events: z.array(z.object({ session_id: z.string(), type: z.string() }).passthrough()) })
+      .parse(resultOf(await parent.tunnel.socket.ask("session_events_read", {})));
+    expect(read.events.some((e) => e.session_id === made.session_id && e.type === "message")).toBe(true);
+    // The child is at the depth limit: its own session_message is refused, saying why.
+    const deeper = await child.tunnel.socket.ask("session_message", { message: "and deeper" });
+    expect(deeper).toMatchObject({
+      kind: "error",
+      error: {
+        code: -32000,
+        message: expect.stringContaining("max_recursion_depth 1"),
+        data: { reason: "limit_exceeded" },
+      },
+    });
+  });
+});

@@ -36,6 +36,14 @@ export interface SessionRuntimeOptions {
 const DEFAULT_BACKSTOP_MS = 5 * 60_000;
 /** The host gives up this much before the container-client, so the droid hears the host's reason. */
 const HOST_BACKSTOP_MARGIN_MS = 5_000;
+/** The tunnel method each forwarded socket method becomes. */
+const FORWARDED: Readonly<Record<OublietteMethod, string>> = {
+  [SocketMethod.oublietteTools]: TunnelMethod.oublietteTools,
+  [SocketMethod.oublietteCallTool]: TunnelMethod.oublietteCall,
+  [SocketMethod.sessionMessage]: TunnelMethod.childMessage,
+  [SocketMethod.sessionEvents]: TunnelMethod.ownEvents,
+};
+
 /** Longest an Oubliette tool call of a droid may take (a container exec's longest timeout, and some). */
 const OUBLIETTE_CALL_TIMEOUT_MS = 16 * 60_000;
 /** How long stopping a session lets the runner end its agent. */
@@ -162,8 +170,7 @@ export class SessionRuntime {
 
   /** A droid's use of Oubliette's tools: to the session object, which checks its key. */
   oubliette(method: OublietteMethod, params: JsonObject, ctx: HandlerContext): Promise<JsonValue> {
-    const tunnelMethod =
-      method === SocketMethod.oublietteTools ? TunnelMethod.oublietteTools : TunnelMethod.oublietteCall;
+    const tunnelMethod = FORWARDED[method];
     return this.#tunnel.ask(
       tunnelMethod,
       params,
