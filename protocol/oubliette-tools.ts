@@ -53,7 +53,10 @@ export const API_KEY_ENV = "OUBLIETTE_API_KEY";
  * project's max_recursion_depth and max_agents_per_session. Answers the child's session info.
  */
 export const SessionMessageParamsSchema = z.object({
-  message: z.string().min(1).max(256 * 1024),
+  message: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
   workspace_id: z.string().max(64).optional(),
   create_workspace: z.boolean().optional(),
 });

@@ -25,6 +25,8 @@ export interface SessionRuntimeOptions {
   runner: RunnerLink;
   /** Pushes the caller tools config to the session's container-clients. */
   pushConfig(config: CallerToolsConfig): void;
+  /** Tells the session's container-clients to list Oubliette's tools again. */
+  pushToolsChanged?(): void;
   /** Called once, after the session has been cleaned up on this host. */
   onClosed(sessionId: string): void;
   /** The host's model proxy and the session's placeholder credential (null: a session without a model). */
@@ -97,6 +99,7 @@ export class SessionRuntime {
       onEventsStored: (seq) => this.#stored(seq),
       onGone: (reason) => void this.stop(reason),
       onInterrupt: () => void this.#interrupt(),
+      onReady: () => options.pushToolsChanged?.(),
       onStoredUsage: (usage, budgetUsd) => {
         if (usage) this.#meter?.resume(usage);
         if (budgetUsd !== undefined) this.#meter?.setBudget(budgetUsd);
