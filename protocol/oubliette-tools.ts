@@ -45,3 +45,29 @@ export const OUBLIETTE_TOOL_PREFIX = "oubliette_";
 
 /** The environment variable holding the droid's API key. */
 export const API_KEY_ENV = "OUBLIETTE_API_KEY";
+
+/**
+ * `session_message {message, workspace_id?, create_workspace?}` (client → host-agent → session
+ * object): the droid starts a child session with a first message — the same path as
+ * `oubliette_session spawn`, with the session's own authority (its project, write), bounded by the
+ * project's max_recursion_depth and max_agents_per_session. Answers the child's session info.
+ */
+export const SessionMessageParamsSchema = z.object({
+  message: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+  workspace_id: z.string().max(64).optional(),
+  create_workspace: z.boolean().optional(),
+});
+
+/**
+ * `session_events {since_index?, limit?, include_children?, children_since?}` (client → host-agent
+ * → session object): the droid reads its own session's events, merged with its children's.
+ */
+export const SessionEventsReadParamsSchema = z.object({
+  since_index: z.number().int().nonnegative().default(0),
+  limit: z.number().int().min(1).max(1000).default(100),
+  include_children: z.boolean().default(true),
+  children_since: z.record(z.string().max(64), z.number().int().nonnegative()).default({}),
+});

@@ -60,6 +60,8 @@ export const SocketMethod = {
   agentEventsAck: "agent_events_ack",
   oublietteTools: "oubliette_tools",
   oublietteCallTool: "oubliette_call_tool",
+  sessionMessage: "session_message",
+  sessionEvents: "session_events",
   /** host-agent → client notification: the key's tools may have changed; list them again. */
   oublietteToolsChanged: "oubliette_tools_changed",
 } as const;

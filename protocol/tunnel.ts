@@ -91,6 +91,8 @@ export const TunnelMethod = {
   sessionUsage: "session_usage",
   oublietteTools: "oubliette_tools",
   oublietteCall: "oubliette_call_tool",
+  childMessage: "session_message",
+  ownEvents: "session_events_read",
 } as const;
 
 // ---------------------------------------------------------------- host channel

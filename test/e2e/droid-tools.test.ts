@@ -62,6 +62,40 @@ describe("a droid with a key", () => {
     });
     expect(listed.is_error).toBe(false);
     expect(text(listed)).toContain("default");
+    // It starts a child session in a workspace of its own making.
+    const spawned = await runStep(caller, sessionId, {
+      op: "call",
+      name: "oubliette_session",
+      arguments: {
+        action: "spawn",
+        project_id: projectId,
+        workspace_id: "from-droid",
+        create_workspace: true,
+      },
+    });
+    expect(spawned.is_error).toBe(false);
+    const child = JSON.parse(text(spawned)) as {
+      session_id: string;
+      parent_session_id: string;
+      depth: number;
+    };
+    expect(child).toMatchObject({ parent_session_id: sessionId, depth: 1 });
+    const workspaces = await caller.ok<{ workspaces: { workspace_id: string }[] }>("workspace", {
+      action: "list",
+      project_id: projectId,
+    });
+    expect(workspaces.workspaces.map((w) => w.workspace_id)).toContain("from-droid");
+    // Ending the parent ends the child.
+    await caller.ok("session", { action: "end", session_id: sessionId });
+    const deadline = Date.now() + 20_000;
+    let status = "";
+    while (Date.now() < deadline && status !== "ended") {
+      status = (
+        await caller.ok<{ status: string }>("session", { action: "get", session_id: child.session_id })
+      ).status;
+      if (status !== "ended") await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(status).toBe("ended");
   }, 120_000);
 
   it("is refused -32002 beyond a read-only key's scope, and -32001 once the key is revoked", async () => {

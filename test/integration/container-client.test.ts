@@ -138,6 +138,8 @@ const baseConfig: CallerToolsConfig = {
 
 /** What the session object would answer about Oubliette's tools: keys it knows, a tool, a refusal. */
 const oublietteCalls: { method: string; params: JsonObject }[] = [];
+/** More tools the key allows from now on (the session object may change what it serves). */
+let moreOublietteTools: JsonValue[] = [];
 async function oublietteAnswer(method: string, params: JsonObject): Promise<JsonValue> {
   oublietteCalls.push({ method, params });
   if (params.api_key !== "good-key")
@@ -150,6 +152,7 @@ async function oublietteAnswer(method: string, params: JsonObject): Promise<Json
           description: "Workspaces",
           inputSchema: { type: "object", properties: { action: { type: "string", enum: ["list"] } } },
         },
+        ...moreOublietteTools,
       ],
     };
   }
@@ -482,6 +485,16 @@ describe("Oubliette's tools for a droid with an API key", () => {
       });
       expect(refused).toMatchObject({ is_error: true });
       expect(textOf(refused as Line)).toContain("-32002");
+      // Told the tools changed, it lists them again.
+      moreOublietteTools = [{ name: "config_limits", inputSchema: { type: "object" } }];
+      server.oublietteToolsChanged(SESSION_ID);
+      const [again] = await keyed.run({
+        op: "wait_tool",
+        name: "oubliette_config_limits",
+        timeout_ms: 10_000,
+      });
+      expect(again).toMatchObject({ found: true });
+      moreOublietteTools = [];
     } finally {
       await keyed.stop();
     }

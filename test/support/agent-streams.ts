@@ -164,3 +164,23 @@ export function eventOrder(events: AgentEventBody[]): string[] {
 export function ofType<T extends AgentEventBody["type"]>(events: AgentEventBody[], type: T) {
   return events.filter((e): e is Extract<AgentEventBody, { type: T }> => e.type === type);
 }
+
+/** A context with recognisable values (a Claude Code one unless overridden), to check a launch against. */
+export function launchContext(overrides: Partial<DriverContext> = {}): DriverContext {
+  return testContext({
+    runtime: "claude",
+    sessionId: "ses_0123456789abcdef01234567",
+    home: "/tmp/oubliette-agents/ses_0123456789abcdef01234567",
+    model: "claude-sonnet-4-5",
+    modelBaseUrl: "http://127.0.0.1:45678",
+    modelToken: "oubm_placeholder_0123456789",
+    command: ["/opt/agents/claude/claude"],
+    mcpServer: {
+      name: "oubliette",
+      command: "/usr/bin/node",
+      args: ["/opt/oubliette/container-client.mjs"],
+      env: { OUBLIETTE_SESSION_TOKEN: "secret-of-the-session", OUBLIETTE_SOCKET: "/mcp/relay.sock" },
+    },
+    ...overrides,
+  });
+}

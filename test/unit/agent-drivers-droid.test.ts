@@ -1,34 +1,14 @@
 /** The Factory Droid adapter against a recorded stream-jsonrpc session (three turns, an interrupt, a fourth). */
 import { describe, expect, it } from "vitest";
-import type { DriverContext } from "../../container-client/src/agents/driver.js";
 import { droidDriver } from "../../container-client/src/agents/droid.js";
 import {
-  testContext as baseContext,
   loadStream,
   ofType,
   replayOnCue as replay,
   type SentKind,
   type StreamEntry,
+  launchContext as testContext,
 } from "../support/agent-streams.js";
-
-/** Recognisable values, to check the launch against. */
-const testContext = (overrides: Partial<DriverContext> = {}): DriverContext =>
-  baseContext({
-    runtime: "claude",
-    sessionId: "ses_0123456789abcdef01234567",
-    home: "/tmp/oubliette-agents/ses_0123456789abcdef01234567",
-    model: "claude-sonnet-4-5",
-    modelBaseUrl: "http://127.0.0.1:45678",
-    modelToken: "oubm_placeholder_0123456789",
-    command: ["/opt/agents/claude/claude"],
-    mcpServer: {
-      name: "oubliette",
-      command: "/usr/bin/node",
-      args: ["/opt/oubliette/container-client.mjs"],
-      env: { OUBLIETTE_SESSION_TOKEN: "secret-of-the-session", OUBLIETTE_SOCKET: "/mcp/relay.sock" },
-    },
-    ...overrides,
-  });
 
 function kindOf(sent: string): SentKind {
   const o = JSON.parse(sent) as { method: string; params: { text?: string } };

@@ -9,7 +9,7 @@
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
 import type { AgentDriver, DriverContext, DriverOutput } from "./driver.js";
-import { contentText, json, jsonObject, list, record, text } from "./json-line.js";
+import { assistantBlocks, contentText, json, jsonObject, list, record, text } from "./json-line.js";
 import { Turns } from "./turns.js";
 
 export function claudeDriver(context: DriverContext): AgentDriver {
@@ -98,20 +98,7 @@ function readClaudeLine(o: Record<string, unknown>, turns: Turns, interrupting: 
       return { events: [], write: [] };
     }
     case "assistant": {
-      const events: AgentEventBody[] = [];
-      for (const block of list(record(o.message)?.content)) {
-        const b = record(block);
-        if (b?.type === "text" && typeof b.text === "string" && b.text !== "")
-          events.push({ type: "message", text: b.text });
-        else if (b?.type === "tool_use")
-          events.push({
-            type: "tool_call",
-            call_id: text(b.id) ?? "",
-            name: text(b.name) ?? "",
-            input: json(b.input),
-          });
-      }
-      return { events, write: [] };
+      return { events: assistantBlocks(record(o.message)?.content), write: [] };
     }
     case "user": {
       const events: AgentEventBody[] = [];

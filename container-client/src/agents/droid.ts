@@ -9,7 +9,7 @@
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
 import type { AgentDriver, DriverContext } from "./driver.js";
-import { contentText, json, jsonObject, list, record, text } from "./json-line.js";
+import { assistantBlocks, contentText, json, jsonObject, record, text } from "./json-line.js";
 import { Turns } from "./turns.js";
 
 const API_VERSION = "1.0.0";
@@ -156,20 +156,7 @@ function readNotification(n: Record<string, unknown> | null, turns: Turns): Agen
     case "create_message": {
       const message = record(n.message);
       if (message?.role !== "assistant") return [];
-      const events: AgentEventBody[] = [];
-      for (const block of list(message.content)) {
-        const b = record(block);
-        if (b?.type === "text" && typeof b.text === "string" && b.text !== "")
-          events.push({ type: "message", text: b.text });
-        else if (b?.type === "tool_use")
-          events.push({
-            type: "tool_call",
-            call_id: text(b.id) ?? "",
-            name: text(b.name) ?? "",
-            input: json(b.input),
-          });
-      }
-      return events;
+      return assistantBlocks(message.content);
     }
     case "tool_result":
       return [

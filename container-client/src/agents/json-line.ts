@@ -1,4 +1,5 @@
 /** Reading an agent's JSON lines: parse, and pick typed fields out of loosely shaped objects. */
+import type { AgentEventBody } from "../../../protocol/agent-events.js";
 import type { JsonValue } from "../../../protocol/json.js";
 import { parseJson } from "../../../protocol/json.js";
 
@@ -35,4 +36,22 @@ export function contentText(value: unknown): string {
     return b?.type === "text" && typeof b.text === "string" ? b.text : JSON.stringify(block);
   });
   return parts.length > 0 ? parts.join("\n") : value === undefined ? "" : JSON.stringify(value);
+}
+
+/** An assistant message's content blocks (Anthropic's shape, which Claude Code and Droid both print): text → `message`, tool_use → `tool_call`. */
+export function assistantBlocks(content: unknown): AgentEventBody[] {
+  const events: AgentEventBody[] = [];
+  for (const block of list(content)) {
+    const b = record(block);
+    if (b?.type === "text" && typeof b.text === "string" && b.text !== "")
+      events.push({ type: "message", text: b.text });
+    else if (b?.type === "tool_use")
+      events.push({
+        type: "tool_call",
+        call_id: text(b.id) ?? "",
+        name: text(b.name) ?? "",
+        input: json(b.input),
+      });
+  }
+  return events;
 }

@@ -363,6 +363,7 @@ export class ProjectRuntime {
       timing: this.#o.timing,
       runner: box.runner,
       pushConfig: (config) => box.socket.setCallerToolsConfig(sessionId, config),
+      pushToolsChanged: () => box.socket.oublietteToolsChanged(sessionId),
       onClosed: (id) => this.#sessionClosed(box, id),
     });
     box.secrets.addSession(sessionId, token);

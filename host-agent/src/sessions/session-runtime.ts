@@ -25,6 +25,8 @@ export interface SessionRuntimeOptions {
   runner: RunnerLink;
   /** Pushes the caller tools config to the session's container-clients. */
   pushConfig(config: CallerToolsConfig): void;
+  /** Tells the session's container-clients to list Oubliette's tools again. */
+  pushToolsChanged?(): void;
   /** Called once, after the session has been cleaned up on this host. */
   onClosed(sessionId: string): void;
   /** The host's model proxy and the session's placeholder credential (null: a session without a model). */
@@ -36,6 +38,14 @@ export interface SessionRuntimeOptions {
 const DEFAULT_BACKSTOP_MS = 5 * 60_000;
 /** The host gives up this much before the container-client, so the droid hears the host's reason. */
 const HOST_BACKSTOP_MARGIN_MS = 5_000;
+/** The tunnel method each forwarded socket method becomes. */
+const FORWARDED: Readonly<Record<OublietteMethod, string>> = {
+  [SocketMethod.oublietteTools]: TunnelMethod.oublietteTools,
+  [SocketMethod.oublietteCallTool]: TunnelMethod.oublietteCall,
+  [SocketMethod.sessionMessage]: TunnelMethod.childMessage,
+  [SocketMethod.sessionEvents]: TunnelMethod.ownEvents,
+};
+
 /** Longest an Oubliette tool call of a droid may take (a container exec's longest timeout, and some). */
 const OUBLIETTE_CALL_TIMEOUT_MS = 16 * 60_000;
 /** How long stopping a session lets the runner end its agent. */
@@ -89,6 +99,7 @@ export class SessionRuntime {
       onEventsStored: (seq) => this.#stored(seq),
       onGone: (reason) => void this.stop(reason),
       onInterrupt: () => void this.#interrupt(),
+      onReady: () => options.pushToolsChanged?.(),
       onStoredUsage: (usage, budgetUsd) => {
         if (usage) this.#meter?.resume(usage);
         if (budgetUsd !== undefined) this.#meter?.setBudget(budgetUsd);
@@ -162,8 +173,7 @@ export class SessionRuntime {
 
   /** A droid's use of Oubliette's tools: to the session object, which checks its key. */
   oubliette(method: OublietteMethod, params: JsonObject, ctx: HandlerContext): Promise<JsonValue> {
-    const tunnelMethod =
-      method === SocketMethod.oublietteTools ? TunnelMethod.oublietteTools : TunnelMethod.oublietteCall;
+    const tunnelMethod = FORWARDED[method];
     return this.#tunnel.ask(
       tunnelMethod,
       params,

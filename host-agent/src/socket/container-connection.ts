@@ -11,7 +11,12 @@ import type { Logger } from "../../../lib/log.js";
 import { LineConnection } from "../../../lib/rpc/line-connection.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { Limits } from "../../../protocol/limits.js";
-import { OublietteCallParamsSchema, OublietteToolsParamsSchema } from "../../../protocol/oubliette-tools.js";
+import {
+  OublietteCallParamsSchema,
+  OublietteToolsParamsSchema,
+  SessionEventsReadParamsSchema,
+  SessionMessageParamsSchema,
+} from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   AgentEventsParamsSchema,
@@ -141,6 +146,12 @@ export class ContainerConnection {
         params,
         ctx,
       ),
+    );
+    peer.handle(SocketMethod.sessionMessage, SessionMessageParamsSchema, (params, ctx) =>
+      handlers.oubliette(this.#clientSession("session_message"), SocketMethod.sessionMessage, params, ctx),
+    );
+    peer.handle(SocketMethod.sessionEvents, SessionEventsReadParamsSchema, (params, ctx) =>
+      handlers.oubliette(this.#clientSession("session_events"), SocketMethod.sessionEvents, params, ctx),
     );
     peer.onNotification(SocketMethod.agentEvents, AgentEventsParamsSchema, (params) => {
       if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);

@@ -101,6 +101,12 @@ export class RelaySocketServer {
     );
   }
 
+  /** Tells a session's clients that the tools their key allows may have changed (they list them again). */
+  oublietteToolsChanged(sessionId: string): void {
+    for (const connection of this.#connections)
+      connection.notifyClient(sessionId, SocketMethod.oublietteToolsChanged, {});
+  }
+
   /** A session is over: forget its config and close its clients' connections (its secret is void now). */
   dropSession(sessionId: string): void {
     this.#configs.delete(sessionId);

@@ -24,7 +24,12 @@ export interface SocketAuth {
   readonly settled?: Promise<void>;
 }
 
-export type OublietteMethod = "oubliette_tools" | "oubliette_call_tool";
+/** What a droid asks of its session's object through the socket (passed on, answered there). */
+export type OublietteMethod =
+  | "oubliette_tools"
+  | "oubliette_call_tool"
+  | "session_message"
+  | "session_events";
 
 /** What the host-agent does with what arrives on a project's container socket. */
 export interface ContainerHandlers {

@@ -40,6 +40,8 @@ export interface SessionTunnelOptions {
   onEventsStored(seq: number): void;
   /** The Worker no longer runs this session here (unknown, ended, or placed on another host). */
   onGone(reason: string): void;
+  /** The tunnel is (again) ready: the session object may serve other tools than before (it may have been upgraded). */
+  onReady?(): void;
   /** The caller asked to interrupt the droid's turn in flight. */
   onInterrupt(): void;
   /** The usage the session object stored and its budget, learnt at every hello (the meter goes on from them). */
@@ -268,6 +270,7 @@ export class SessionTunnel {
     this.#stored(hello.data.stored_event_seq);
     this.#o.onConfig(hello.data.config);
     this.#o.onStoredUsage(hello.data.usage, hello.data.max_cost_usd);
+    this.#o.onReady?.();
     if (this.#usage) peer.notify(TunnelMethod.sessionUsage, this.#usage);
     this.#sendCancels(peer);
     for (const [callId, call] of this.#calls) this.#request(peer, callId, call);

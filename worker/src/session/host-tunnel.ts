@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import {
   type CallerToolOutcome,
@@ -10,6 +11,8 @@ import {
   OublietteCallParamsSchema,
   type OublietteTool,
   OublietteToolsParamsSchema,
+  SessionEventsReadParamsSchema,
+  SessionMessageParamsSchema,
 } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
@@ -74,6 +77,10 @@ export interface HostTunnelHandlers {
   oublietteTools(apiKey: string): Promise<{ tools: OublietteTool[] }>;
   /** The droid calls one of Oubliette's tools with its API key (-32001, -32002, or the tool's result). */
   oublietteCall(apiKey: string, tool: string, args: JsonObject): Promise<unknown>;
+  /** The droid starts a child session through its socket (`session_message`). */
+  childMessage(params: z.output<typeof SessionMessageParamsSchema>): Promise<unknown>;
+  /** The droid reads its session's events, with its children's (`session_events`). */
+  ownEvents(params: z.output<typeof SessionEventsReadParamsSchema>): Promise<unknown>;
   /** The host's model proxy reports the session's usage (totals). */
   usage(report: SessionUsageParams): void;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
@@ -109,6 +116,10 @@ export class HostTunnel {
         await handlers.end(params.reason);
         return {};
       })
+      .handle(TunnelMethod.childMessage, SessionMessageParamsSchema, (params) =>
+        handlers.childMessage(params),
+      )
+      .handle(TunnelMethod.ownEvents, SessionEventsReadParamsSchema, (params) => handlers.ownEvents(params))
       .handle(TunnelMethod.oublietteTools, OublietteToolsParamsSchema, (params) =>
         handlers.oublietteTools(params.api_key),
       )

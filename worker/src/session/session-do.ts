@@ -6,10 +6,13 @@ import type { SessionUsageParams } from "../../../protocol/tunnel.js";
 import { project, requireAccess } from "../auth/access.js";
 import { authenticate, type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
-import { AppError, capture, fail, type Result } from "../errors.js";
+import { AppError, capture, fail, type Result, unwrap } from "../errors.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import { objects } from "../objects/keys.js";
+import { withChildEvents } from "../tools/child-events.js";
+import { backgroundContext } from "../tools/context.js";
 import { droidCall, droidToolList } from "../tools/droid-tools.js";
+import { spawnOrResume } from "../tools/session-spawn.js";
 import { CallerCalls } from "./caller-calls.js";
 import { EventLog } from "./event-log.js";
 import { EventWaiters } from "./event-waiters.js";
@@ -126,6 +129,8 @@ export class SessionDurableObject extends DurableObject<Env> {
       end: (reason) => this.#finish("ended", reason),
       messageDelivered: (seq) => this.#store.ackMessages(seq),
       usage: (report) => this.#usage(report),
+      childMessage: (params) => this.#droidSpawn(params),
+      ownEvents: (params) => this.#droidEvents(params),
       oublietteTools: async (apiKey) => ({ tools: droidToolList(await this.#keyPrincipal(apiKey)) }),
       oublietteCall: async (apiKey, tool, args) =>
         droidCall(tool, args, {
@@ -524,6 +529,78 @@ export class SessionDurableObject extends DurableObject<Env> {
     return objects.hostRegistry(this.env);
   }
 
+  /**
+   * The authority a droid has through its own socket, without a key: its session's project, the
+   * owner's token id (so what it starts is the owner's too).
+   */
+  #droidPrincipal(): CallerPrincipal {
+    const record = this.#requireRecord();
+    return { kind: "caller", tokenId: record.ownerTokenId, scopes: [`project:${record.projectId}`] };
+  }
+
+  #droidContext(access: "read" | "write") {
+    const record = this.#requireRecord();
+    return {
+      ...backgroundContext({
+        env: this.env,
+        principal: this.#droidPrincipal(),
+        access,
+        what: `act for the droid of session ${record.sessionId}`,
+        log: this.#log,
+      }),
+      viaSession: record.sessionId,
+    };
+  }
+
+  /** `session_message` from the droid: a child session, by the same path as `oubliette_session spawn`. */
+  async #droidSpawn(params: {
+    message: string;
+    workspace_id?: string | undefined;
+    create_workspace?: boolean | undefined;
+  }) {
+    const record = this.#requireRecord();
+    return toRpc(async () =>
+      spawnOrResume(
+        {
+          project_id: record.projectId,
+          ...(params.workspace_id !== undefined ? { workspace_id: params.workspace_id } : {}),
+          create_workspace: params.create_workspace ?? false,
+          new_session: true,
+          prompt: params.message,
+          source: `session:${record.sessionId}`,
+        },
+        this.#droidContext("write"),
+      ),
+    );
+  }
+
+  /** `session_events` from the droid: its own session's events, with its children's. */
+  async #droidEvents(params: {
+    since_index: number;
+    limit: number;
+    include_children: boolean;
+    children_since: Record<string, number>;
+  }) {
+    const ctx = this.#droidContext("read");
+    const own = await toRpc(async () =>
+      unwrap(
+        (await this.readEvents(
+          ctx.principal,
+          params.since_index,
+          params.limit,
+          null,
+          0,
+        )) as Result<EventsPage>,
+      ),
+    );
+    if (!params.include_children) return own;
+    return withChildEvents(ctx, this.#requireRecord().sessionId, own, {
+      limit: params.limit,
+      childrenSince: params.children_since,
+      via: null,
+    });
+  }
+
   /** The caller principal of a droid's API key, checked on every use (-32001 when it is not one). */
   async #keyPrincipal(apiKey: string): Promise<CallerPrincipal> {
     const principal = await authenticate(this.env, apiKey);
@@ -831,5 +908,16 @@ export class SessionDurableObject extends DurableObject<Env> {
     const record = this.#requireRecord();
     requireAccess(principal, "write", project(record.projectId), `${what} session ${record.sessionId}`);
     return record;
+  }
+}
+
+/** Runs work for the droid's socket: an AppError becomes an RpcError the droid can read (-32000, its code as the reason). */
+async function toRpc<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof AppError)
+      throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: err.code });
+    throw err;
   }
 }

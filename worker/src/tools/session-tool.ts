@@ -6,6 +6,7 @@ import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import { CALLER_PRESENCE } from "../session/types.js";
+import { withChildEvents } from "./child-events.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
 import { callerDeclaration, requireFits, sessionStub, settled, spawnOrResume } from "./session-spawn.js";
@@ -243,6 +244,16 @@ export const sessionTool = defineActionTool({
           .describe(
             "When no event from since_index on exists yet, wait up to this long for one (default 0: answer at once).",
           ),
+        include_children: z
+          .boolean()
+          .default(false)
+          .describe(
+            "Merge in the events of the sessions this session's droid started (each names its session).",
+          ),
+        children_since: z
+          .record(z.string().max(64), z.number().int().nonnegative())
+          .default({})
+          .describe("With include_children: children_next_index of the previous page."),
       }),
       async handler(args, ctx) {
         const stub = sessionStub(ctx, args.session_id);
@@ -251,7 +262,13 @@ export const sessionTool = defineActionTool({
           (waitMs) => stub.readEvents(ctx.principal, args.since_index, args.limit, via, waitMs),
           { since: args.since_index, waitSeconds: args.wait_seconds, mcp: ctx.mcp },
         );
-        return settled(ctx, args.session_id, result);
+        const own = settled(ctx, args.session_id, result);
+        if (!args.include_children) return own;
+        return withChildEvents(ctx, args.session_id, own, {
+          limit: args.limit,
+          childrenSince: args.children_since,
+          via,
+        });
       },
     }),
     pending: action({
