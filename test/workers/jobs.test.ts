@@ -68,6 +68,10 @@ describe("a call that becomes a job", () => {
     const job = await getJob(mcp, result._meta["oubliette/job_id"]);
     expect(job).toMatchObject({ status: "complete", tool: "container.exec", project_id: projectId });
     expect(job.result).toEqual(EXEC_RESULT);
+    // A listing leaves results out (job get has them).
+    const listed = (await listJobs(mcp, projectId)).find((j) => j.job_id === job.job_id);
+    expect(listed?.status).toBe("complete");
+    expect(listed && "result" in listed).toBe(false);
   });
 
   it("answers {job_id, status: running} past its bound; job wait answers the outcome", async () => {

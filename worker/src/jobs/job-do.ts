@@ -75,8 +75,9 @@ export class JobDurableObject extends DurableObject<Env> {
     });
   }
 
-  async get(): Promise<Result<JobInfo>> {
-    return capture(() => jobInfo(this.#known()));
+  /** The job; `withResult: false` leaves out its result (for listings). */
+  async get(withResult = true): Promise<Result<JobInfo>> {
+    return capture(() => jobInfo(this.#known(), withResult));
   }
 
   /** The job once it has ended, or as it is after `waitMs`. */

@@ -94,7 +94,8 @@ export interface JobInfo {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function jobInfo(record: JobRecord): JobInfo {
+/** The job as `job get` shows it; without its result for listings (an exec's output is large). */
+export function jobInfo(record: JobRecord, withResult = true): JobInfo {
   const info: JobInfo = {
     job_id: record.jobId,
     tool: record.label,
@@ -108,7 +109,7 @@ export function jobInfo(record: JobRecord): JobInfo {
     ended_at: iso(record.endedAt),
     expires_at: iso(record.expiresAt),
   };
-  if (record.result !== undefined) info.result = record.result;
+  if (withResult && record.result !== undefined) info.result = record.result;
   if (record.error) info.error = record.error;
   if (record.progress)
     info.progress = { message: record.progress.message, at: iso(record.progress.at) as string };

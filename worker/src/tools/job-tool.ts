@@ -17,11 +17,6 @@ async function jobFor(ctx: ToolContext, jobId: string, access: "read" | "write")
   return info;
 }
 
-/** A listing shows no results (`job get` does): an exec's output is large. */
-function summary({ result: _result, ...info }: JobInfo): Omit<JobInfo, "result"> {
-  return info;
-}
-
 const ByJob = { job_id: JobIdSchema };
 
 export const jobTool = defineActionTool({
@@ -67,11 +62,13 @@ export const jobTool = defineActionTool({
             limit: args.limit,
           }),
         );
-        const infos = await Promise.all(page.jobs.map((entry) => objects.job(ctx.env, entry.jobId).get()));
+        // Without results (job get has them): an exec's output is large.
+        const infos = await Promise.all(
+          page.jobs.map((entry) => objects.job(ctx.env, entry.jobId).get(false)),
+        );
         const jobs = infos
           .flatMap((info) => (info.ok ? [info.value] : []))
-          .filter((info) => mayUseJob(ctx.principal, "read", info))
-          .map(summary);
+          .filter((info) => mayUseJob(ctx.principal, "read", info));
         return { jobs, next_cursor: page.next_cursor };
       },
     }),
