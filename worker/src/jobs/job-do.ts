@@ -237,7 +237,6 @@ export class JobDurableObject extends DurableObject<Env> {
     try {
       await objects.jobDirectory(this.env).put(entry);
     } catch (err) {
-      if (record.status === "pending") throw err;
       this.#log.warn("could not update the job directory", { error: errorMessage(err) });
     }
   }
