@@ -5,7 +5,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import type tar from "tar-stream";
 import { EPOCH, hostFile, packStream, packTree, parentDirs, type TreeEntry } from "./build-context.js";
@@ -26,11 +26,22 @@ export interface NodeRootfs {
   tag: string;
 }
 
-/** Lists the files of the base image: `process.execPath` as /usr/local/bin/node and its libraries. */
+/** The POSIX shell the image gets as /bin/sh (Debian's dash: small, libc only), when this machine has it. */
+const SHELL = "/usr/bin/dash";
+
+/**
+ * Lists the files of the base image: `process.execPath` as /usr/local/bin/node, a POSIX shell as
+ * /bin/sh (so `container exec` of a command line, and agents' shell tools, have one), and the
+ * libraries of both.
+ */
 export async function planNodeRootfs(): Promise<NodeRootfs> {
   const node = realpathSync(process.execPath);
-  const files = [hostFile("/usr/local/bin/node", node)];
-  for (const lib of await sharedLibraries(node)) files.push(hostFile(lib, lib));
+  const binaries: [string, string][] = [["/usr/local/bin/node", node]];
+  if (existsSync(SHELL)) binaries.push(["/bin/sh", realpathSync(SHELL)]);
+  const files = binaries.map(([path, host]) => hostFile(path, host));
+  const libraries = new Set<string>();
+  for (const [, host] of binaries) for (const lib of await sharedLibraries(host)) libraries.add(lib);
+  for (const lib of libraries) files.push(hostFile(lib, lib));
 
   const hash = createHash("sha256").update(`layout ${LAYOUT_VERSION}\n${PASSWD}${GROUP}`);
   for (const file of files) {

@@ -147,13 +147,16 @@ describe("a project, its container and its workspaces", () => {
     expect(wrote).toMatchObject({ ok: true });
     const cat = await exec(projectId, READ("/workspace/default/hello.txt"));
     expect(cat).toMatchObject({ exit_code: 0, stdout: "from the droid" });
-    // The default workspace was git-initialised by the host. (The test image has node, no shell.)
+    // The default workspace was git-initialised by the host. (The test image has node and sh, no ls.)
     const listing = await exec(projectId, LIST("/workspace/default", "/workspace"));
     expect(listing.stdout.split("\n")).toEqual(
       expect.arrayContaining([".git", "hello.txt", "default", "second"]),
     );
     const failing = await exec(projectId, LIST("/nonexistent"));
     expect(failing.exit_code).not.toBe(0);
+    // A command line runs under the image's own shell, in the container (never on the host).
+    const line = await exec(projectId, 'cd /workspace/default && echo "$((6 * 7)) $PWD" && exit 3');
+    expect(line).toMatchObject({ exit_code: 3, stdout: "42 /workspace/default\n" });
 
     const logs = await admin.ok<{ lines: string[] }>("container", {
       action: "logs",
