@@ -6,6 +6,7 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, request, type Server } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -250,6 +251,22 @@ describe("model proxy", () => {
     expect(JSON.parse(refused.body).error.message).toMatch(/budget is spent.*max_cost_usd \$0\.01/);
     expect(seen).toHaveLength(1);
     expect(reports[1]?.refused).toMatch(/budget is spent/);
+  });
+
+  it("answers a request line no URL parser takes with 400, and goes on serving", async () => {
+    session();
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(socketPath);
+      let text = "";
+      socket.on("data", (c: Buffer) => {
+        text += c.toString();
+      });
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+      socket.end("POST http://[ HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400/);
+    expect((await call("/v1/admin", { headers: { "x-api-key": PLACEHOLDER } })).status).toBe(403);
   });
 
   it("says plainly when the host has no key for the provider", async () => {

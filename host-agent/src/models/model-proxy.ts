@@ -71,7 +71,14 @@ export class ModelProxy {
   /** Serves the model socket of one project container at `path`; resolves with a close function. */
   async listen(path: string): Promise<() => Promise<void>> {
     await rm(path, { force: true });
-    const server = createServer((req, res) => void this.#handle(req, res));
+    const server = createServer((req, res) => {
+      // Whatever a container sends (a request line no URL parser takes, say), the host-agent stays up.
+      this.#handle(req, res).catch((err: unknown) => {
+        this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, "bad model request");
+        if (!res.headersSent) answerError(res, 400, "Oubliette's model proxy could not read this request");
+        else res.destroy();
+      });
+    });
     server.requestTimeout = 0;
     server.headersTimeout = 60_000;
     await new Promise<void>((resolve, reject) => {

@@ -211,10 +211,14 @@ export class SessionTunnel {
           resolve();
         };
         this.#readyWaiters.push(done);
-        signal.addEventListener("abort", () => {
-          clearTimeout(timer);
-          reject(signal.reason);
-        });
+        signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     }
     const peer = this.#ready;
