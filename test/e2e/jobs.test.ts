@@ -1,8 +1,7 @@
 /**
  * Jobs end to end: the Worker under wrangler dev (with short job bounds), a Docker host-agent, a
  * project container. A long `container exec` answers a job id; `job wait` returns its outcome;
- * cancelling kills the command in the container. (Progress while a call waits is tested in
- * workerd: test/workers/jobs.test.ts.)
+ * a call that waits for its job hears progress; cancelling kills the command in the container.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TestCaller } from "../support/caller.js";
@@ -14,7 +13,11 @@ let projectId = "";
 
 beforeAll(async () => {
   stack = await TestStack.start({
-    vars: { OUBLIETTE_JOB_SHORT_WAIT_MS: "1000", OUBLIETTE_JOB_MEDIUM_WAIT_MS: "2000" },
+    vars: {
+      OUBLIETTE_JOB_SHORT_WAIT_MS: "1000",
+      OUBLIETTE_JOB_MEDIUM_WAIT_MS: "4000",
+      OUBLIETTE_KEEPALIVE_MS: "1000",
+    },
   });
   await stack.addHost({ runtime: "docker", image: inject("droidImage") });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
@@ -53,6 +56,63 @@ describe("jobs", () => {
     );
     expect(waited.status).toBe("complete");
     expect(JSON.stringify(waited)).toContain("finished late");
+  }, 60_000);
+
+  it("a call that waits for its job hears progress, then gets the outcome", async () => {
+    let progress = 0;
+    const messages: string[] = [];
+    const started = Date.now();
+    const result = await caller.client.callTool(
+      {
+        name: "container",
+        arguments: {
+          action: "exec",
+          project_id: projectId,
+          command: ["node", "-e", "setTimeout(() => console.log('done in time'), 2500)"],
+          timeout_seconds: 60,
+        },
+      },
+      undefined,
+      {
+        onprogress: (p) => {
+          progress += 1;
+          if (p.message) messages.push(p.message);
+        },
+      },
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
+    expect(JSON.stringify(result.structuredContent)).toContain("done in time");
+    expect(progress).toBeGreaterThanOrEqual(2);
+    expect(messages.some((m) => m.includes("container.exec"))).toBe(true);
+  }, 60_000);
+
+  it("a call that hears progress waits out its bound before it answers the job id", async () => {
+    let progress = 0;
+    const started = Date.now();
+    const result = await caller.client.callTool(
+      {
+        name: "container",
+        arguments: {
+          action: "exec",
+          project_id: projectId,
+          command: ["node", "-e", "setTimeout(() => {}, 8000)"],
+          timeout_seconds: 60,
+        },
+      },
+      undefined,
+      {
+        onprogress: () => {
+          progress += 1;
+        },
+      },
+    );
+    expect(result.structuredContent).toMatchObject({
+      job_id: expect.stringMatching(/^job_/),
+      status: "running",
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_000);
+    // One progress a keep-alive (1 s) until the 4 s bound.
+    expect(progress).toBeGreaterThanOrEqual(3);
   }, 60_000);
 
   it("job cancel stops the command in the container", async () => {
