@@ -4,6 +4,7 @@ import { CommonAgentEventSchemas, DroidStatusSchema } from "./agent-events.js";
 export { type DroidStatus, DroidStatusSchema } from "./agent-events.js";
 
 import { CallerToolListSchema } from "./caller-tools.js";
+import { isJobEventType, JobEventBodySchemas } from "./job-events.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { UsageTotalsSchema } from "./usage.js";
 
@@ -63,6 +64,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     reason: z.string(),
     message: z.string(),
   }),
+  /** A job this session's droid started, or one acting on this session (see job-events.ts). */
+  ...JobEventBodySchemas.map((schema) => schema.extend(base)),
 ]);
 export type SessionEvent = z.infer<typeof SessionEventSchema>;
 export type SessionEventType = SessionEvent["type"];
@@ -71,6 +74,7 @@ export type SessionEventType = SessionEvent["type"];
 export const McpLogger = {
   session: "oubliette.session",
   callerTool: "oubliette.caller_tool",
+  job: "oubliette.job",
 } as const;
 
 /** Events about caller tool requests: they go to the caller whatever its log level. */
@@ -80,5 +84,6 @@ export function isCallerToolEvent(event: SessionEvent): boolean {
 
 /** Which MCP logger carries an event. */
 export function loggerFor(event: SessionEvent): string {
-  return isCallerToolEvent(event) ? McpLogger.callerTool : McpLogger.session;
+  if (isCallerToolEvent(event)) return McpLogger.callerTool;
+  return isJobEventType(event.type) ? McpLogger.job : McpLogger.session;
 }

@@ -12,7 +12,7 @@ import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 import { TunnelMethod } from "../../protocol/tunnel.js";
 import { callerTools } from "../../worker/src/tools/catalog.js";
 import { freezeClock } from "./support/clock.js";
-import { disconnectAll } from "./support/fake-host.js";
+import { disconnectAll, FakeHost, type HostRequest, uniqueHostId } from "./support/fake-host.js";
 import {
   EXEC_RESULT,
   execArgs,
@@ -22,8 +22,12 @@ import {
   projectWithContainer,
   rawCall,
 } from "./support/jobs.js";
-import { callTool, mcpFetch, RpcResponseSchema, streamedCall } from "./support/mcp.js";
+import { callTool, initialize, mcpFetch, RpcResponseSchema, streamedCall } from "./support/mcp.js";
 import { okResult } from "./support/mcp-spawn.js";
+import { until } from "./support/poll.js";
+import { createProject } from "./support/projects.js";
+import { resultOf } from "./support/rpc-socket.js";
+import { events, liveSession } from "./support/session.js";
 import { SseReader } from "./support/sse.js";
 
 afterEach(async () => {
@@ -48,6 +52,27 @@ const ProgressSchema = z.object({
     message: z.string(),
   }),
 });
+
+/** A droid's `oubliette_call_tool` answer, `_meta` included. */
+const DroidResultSchema = z.object({
+  structuredContent: z.record(z.string(), z.unknown()),
+  _meta: z.object({ "oubliette/job_id": z.string() }),
+});
+
+/** The fake host holds every container exec for the test to answer; everything else succeeds. */
+const holdingExecs = (request: HostRequest) =>
+  request.method === "project" && request.name === TunnelMethod.containerExec
+    ? null
+    : ({ ok: true } as const);
+
+/** A key scoped to `projectId`, as a caller would hand a droid. */
+async function projectKey(projectId: string): Promise<string> {
+  const admin = await initialize();
+  const created = okResult(
+    await callTool(admin, "token", { action: "create", name: "droid key", scope: `project:${projectId}` }),
+  );
+  return z.object({ token: z.string() }).parse(created).token;
+}
 
 describe("spawn", () => {
   it("says in its description that it can answer a job id at once", () => {
@@ -236,6 +261,65 @@ describe("job events", () => {
     await stream.nextJson(isJobEvent("job_started"), 5_000);
     const ended = await stream.nextJson(isJobEvent("job_ended"), 5_000);
     expect(ended.value).toMatchObject({ params: { data: { status: "complete", tool: "container.exec" } } });
+    await stream.cancel();
+  });
+
+  it("of a droid's call go into its session's log: plain subscribers and session events see them", async () => {
+    const projectId = await createProject();
+    const s = await liveSession({ projectId }, { answer: holdingExecs });
+    const key = await projectKey(projectId);
+    const ask = s.tunnel.socket.ask("oubliette_call_tool", {
+      api_key: key,
+      tool: "container",
+      arguments: execArgs(projectId),
+    });
+    const exec = await s.host.socket.nextRequest(TunnelMethod.containerExec);
+    const started = await s.owner.next("job_started");
+    expect(started).toMatchObject({ session_id: s.sessionId, tool: "container.exec", project_id: projectId });
+    s.host.socket.reply(exec.id, EXEC_RESULT);
+    const result = DroidResultSchema.parse(resultOf(await ask));
+    expect(result.structuredContent).toMatchObject({ exit_code: 0, stdout: "done\n" });
+    const jobId = result._meta["oubliette/job_id"];
+    expect(started.job_id).toBe(jobId);
+    expect(await s.owner.next("job_ended")).toMatchObject({ job_id: jobId, status: "complete" });
+    const logged = (await events(s.sessionId)).events;
+    expect(logged.filter((e) => "job_id" in e && e.job_id === jobId).map((e) => e.type)).toEqual([
+      "job_started",
+      "job_ended",
+    ]);
+  });
+
+  it("of a job acting on a session go into its log, and reach the caller that started it once", async () => {
+    const mcp = await initialize();
+    await FakeHost.connect(uniqueHostId("job-events"));
+    const projectId = await createProject();
+    const stream = new SseReader((await mcpFetch({ method: "GET", session: mcp })).body);
+    // A spawn that does not wait is a job acting on the session it starts.
+    const pointer = PointerSchema.parse(
+      okResult(await callTool(mcp, "session", { action: "spawn", project_id: projectId, wait: false })),
+    );
+    const waited = okResult(
+      await callTool(mcp, "job", { action: "wait", job_id: pointer.job_id, wait_seconds: 10 }),
+    );
+    const sessionId = z.object({ result: z.object({ session_id: z.string() }) }).parse(waited)
+      .result.session_id;
+    await until(
+      async () =>
+        (await events(sessionId)).events.some((e) => e.type === "job_ended" && e.job_id === pointer.job_id),
+      "the spawn job's end is in the session's log",
+    );
+    // The caller follows the session it spawned, whose log now has the job's end: it heard the
+    // end directly, and not a second time from the log.
+    const ended = (value: unknown) =>
+      z
+        .object({
+          params: z.object({
+            data: z.object({ type: z.literal("job_ended"), job_id: z.literal(pointer.job_id) }),
+          }),
+        })
+        .safeParse(value).success;
+    await stream.nextJson(ended, 5_000);
+    await expect(stream.nextJson(ended, 1_500)).rejects.toThrow(/no matching SSE event/);
     await stream.cancel();
   });
 });

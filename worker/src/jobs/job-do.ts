@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { JOB_END_STATUSES } from "../../../protocol/job-events.js";
 import type { Env } from "../env.js";
 import { AppError, capture, type Result } from "../errors.js";
 import { createLog, errorMessage, type Log } from "../log.js";
@@ -38,6 +39,8 @@ export class JobDurableObject extends DurableObject<Env> {
   /** Set while this instance runs the job's work. */
   #controller: AbortController | null = null;
   readonly #waiters = new Set<() => void>();
+  /** The job's events still being sent (see #emit). */
+  #sending: Promise<void> = Promise.resolve();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -65,6 +68,7 @@ export class JobDurableObject extends DurableObject<Env> {
         error: null,
         progress: null,
         cancel: null,
+        sessionId: typeof args.session_id === "string" ? args.session_id : null,
         pending: { arguments: args, principal },
       };
       this.#log = createLog({ component: "job", job: input.jobId, tool: input.label });
@@ -169,6 +173,11 @@ export class JobDurableObject extends DurableObject<Env> {
         principal: pending.principal,
         signal: controller.signal,
         progress: (message) => this.#progress(record, message),
+        actsOn: (sessionId) => {
+          if (record.sessionId !== null) return;
+          record.sessionId = sessionId;
+          this.#store.save(record);
+        },
         log: this.#log,
       });
     } finally {
@@ -203,7 +212,7 @@ export class JobDurableObject extends DurableObject<Env> {
   }
 
   /** The job ended: its outcome is kept until it expires, its waiters and its caller hear of it. */
-  async #end(record: JobRecord, status: JobStatus): Promise<void> {
+  async #end(record: JobRecord, status: (typeof JOB_END_STATUSES)[number]): Promise<void> {
     const now = Date.now();
     record.status = status;
     record.endedAt = now;
@@ -241,18 +250,32 @@ export class JobDurableObject extends DurableObject<Env> {
     }
   }
 
-  /** Sends an event to the MCP session whose call started the job. */
+  /**
+   * Sends an event to the MCP session whose call started the job and into the log of each droid
+   * session it concerns (the one whose droid called, the one it acts on). Sent one after another,
+   * so every listener hears a job's events in order.
+   */
   #emit(event: JobEvent): void {
-    const mcp = this.#record?.mcp;
-    if (!mcp) return;
-    this.ctx.waitUntil(
-      objects
-        .mcpSession(this.env, mcp.mcpSessionId)
-        .jobEvent(event)
-        .catch((err: unknown) =>
-          this.#log.warn("could not send a job event", { type: event.type, error: errorMessage(err) }),
-        ),
-    );
+    const record = this.#record;
+    if (!record) return;
+    const sessions = new Set([record.viaSession, record.sessionId].filter((id) => id !== null));
+    const mcp = record.mcp;
+    const send = async () => {
+      if (mcp)
+        await this.#tell("MCP session", () => objects.mcpSession(this.env, mcp.mcpSessionId).jobEvent(event));
+      for (const sessionId of sessions)
+        await this.#tell("session", () => objects.session(this.env, sessionId).jobEvent(event));
+    };
+    this.#sending = this.#sending.then(send);
+    this.ctx.waitUntil(this.#sending);
+  }
+
+  async #tell(whom: string, send: () => Promise<unknown>): Promise<void> {
+    try {
+      await send();
+    } catch (err) {
+      this.#log.warn(`could not send a job event to its ${whom}`, { error: errorMessage(err) });
+    }
   }
 
   #known(): JobRecord {

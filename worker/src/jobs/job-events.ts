@@ -1,29 +1,14 @@
 import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
-import type { ErrorInfo } from "../errors.js";
-import type { JobStatus } from "./job-record.js";
+import { McpLogger } from "../../../protocol/events.js";
+import type { JobEvent } from "../../../protocol/job-events.js";
+
+export type { JobEvent } from "../../../protocol/job-events.js";
 
 /** The logger name of job events on an MCP stream. */
-export const JOB_LOGGER = "oubliette.job";
-
-/**
- * A job's events, sent to the MCP session whose call started it (as `notifications/message`
- * with logger `oubliette.job`, like session events): it started, reported progress, ended.
- */
-export type JobEvent =
-  | { type: "job_started"; job_id: string; tool: string; project_id: string | null; at: string }
-  | { type: "job_progress"; job_id: string; tool: string; message: string; at: string }
-  | {
-      type: "job_ended";
-      job_id: string;
-      tool: string;
-      project_id: string | null;
-      status: JobStatus;
-      error?: ErrorInfo;
-      at: string;
-    };
+export const JOB_LOGGER = McpLogger.job;
 
 /** Failures are warnings; the rest is information. */
-export function jobEventLevel(event: JobEvent): LoggingLevel {
+export function jobEventLevel(event: Pick<JobEvent, "type"> & { status?: string }): LoggingLevel {
   return event.type === "job_ended" && event.status === "failed" ? "warning" : "info";
 }
 

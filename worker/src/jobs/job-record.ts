@@ -38,6 +38,7 @@ export interface JobOrigin {
   projectId: string | null;
   /** The MCP session that called, which hears the job's events. */
   mcp: Via | null;
+  /** The droid session that called with its key: the job's events go into its log too. */
   viaSession: string | null;
 }
 
@@ -68,6 +69,11 @@ export interface JobRecord extends JobOrigin {
   error: ErrorInfo | null;
   progress: { message: string; at: number } | null;
   cancel: { reason: string; at: number; work: CancelledWork } | null;
+  /**
+   * The droid session the job acts on (its arguments name it, or the work started it): the
+   * job's events go into its log too.
+   */
+  sessionId: string | null;
   /** The arguments and principal, only until the work starts (a spawn's may hold a key). */
   pending: Pick<JobStart, "arguments" | "principal"> | null;
 }

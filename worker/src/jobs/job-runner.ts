@@ -21,6 +21,8 @@ export interface JobRunInput {
   signal: AbortSignal;
   /** The work reports progress; false once the job was cancelled. */
   progress(message: string): boolean;
+  /** The work acts on (or started) droid session `sessionId`. */
+  actsOn(sessionId: string): void;
   log: Log;
 }
 
@@ -52,6 +54,7 @@ export async function runJob(input: JobRunInput): Promise<JobOutcome> {
         : {
             via,
             remember: (sessionId) => {
+              input.actsOn(sessionId);
               writes.push(objects.mcpSession(env, via.mcpSessionId).follow(sessionId));
             },
             progress: (update) => input.progress(update.message),

@@ -119,8 +119,10 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     const meta = this.#meta;
     if (!meta) return { accepted: false };
     for (const event of events) {
+      // A job this session started: it heard the job's events directly.
+      if ("job_id" in event && this.#store.isOwnJob(event.job_id)) continue;
       const callerTool = isCallerToolEvent(event);
-      const level: LoggingLevel = callerTool ? "notice" : "info";
+      const level: LoggingLevel = callerTool ? "notice" : "job_id" in event ? jobEventLevel(event) : "info";
       // Caller tool requests are how the relay works: they go out whatever the log level.
       if (!callerTool && !passesLevel(level, meta.logLevel)) continue;
       const message = JSON.stringify({
@@ -138,6 +140,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
   async jobEvent(event: JobEvent): Promise<{ accepted: boolean }> {
     const meta = this.#meta;
     if (!meta) return { accepted: false };
+    this.#store.addOwnJob(event.job_id);
     if (!passesLevel(jobEventLevel(event), meta.logLevel)) return { accepted: true };
     const message = jobEventMessage(event);
     this.#stream?.event(message, this.#store.append(message));

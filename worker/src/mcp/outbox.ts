@@ -1,7 +1,7 @@
 /**
- * What an MCP session keeps in storage: its record, the droid sessions it follows (SQLite), and
- * the outbox of messages sent on its GET stream, kept so a client that reconnects with
- * Last-Event-ID gets what it missed (bounded to the newest MAX_KEPT).
+ * What an MCP session keeps in storage: its record, the droid sessions it follows and the jobs
+ * its calls started (SQLite), and the outbox of messages sent on its GET stream, kept so a client
+ * that reconnects with Last-Event-ID gets what it missed (bounded to the newest MAX_KEPT).
  *
  * The outbox is written with `allowUnconfirmed`: it exists for resumption, so a stream message
  * need not wait for its copy to be committed (waiting would add a storage commit to every
@@ -12,7 +12,10 @@ import { createLog, errorMessage } from "../log.js";
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS subscriptions (session_id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS own_jobs (job_id TEXT PRIMARY KEY, at INTEGER NOT NULL);
 `;
+/** How long the session remembers a job it started (a job's outcome is kept as long). */
+const OWN_JOB_TTL_MS = 24 * 60 * 60_000;
 const MAX_KEPT = 2000;
 const PREFIX = "outbox:";
 const key = (seq: number) => `${PREFIX}${String(seq).padStart(12, "0")}`;
@@ -87,6 +90,21 @@ export class McpStore {
     if (this.#subscriptions.has(sessionId)) return;
     this.#subscriptions.add(sessionId);
     this.#storage.sql.exec("INSERT OR IGNORE INTO subscriptions (session_id) VALUES (?)", sessionId);
+  }
+
+  /**
+   * Notes that a call of this session started job `jobId` (it hears the job's events directly,
+   * and so skips their copies in the logs of sessions it follows).
+   */
+  addOwnJob(jobId: string): void {
+    if (this.isOwnJob(jobId)) return;
+    const now = Date.now();
+    this.#storage.sql.exec("DELETE FROM own_jobs WHERE at < ?", now - OWN_JOB_TTL_MS);
+    this.#storage.sql.exec("INSERT OR IGNORE INTO own_jobs (job_id, at) VALUES (?, ?)", jobId, now);
+  }
+
+  isOwnJob(jobId: string): boolean {
+    return this.#storage.sql.exec("SELECT 1 FROM own_jobs WHERE job_id = ?", jobId).toArray().length > 0;
   }
 
   /** Forgets everything (the session was terminated). */

@@ -7,6 +7,7 @@ import { project, requireAccess } from "../auth/access.js";
 import { authenticate, type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { AppError, capture, fail, type Result, unwrap } from "../errors.js";
+import type { JobEvent } from "../jobs/job-events.js";
 import { createLog, errorMessage, type Log } from "../log.js";
 import { objects } from "../objects/keys.js";
 import { withChildEvents } from "../tools/child-events.js";
@@ -140,6 +141,7 @@ export class SessionDurableObject extends DurableObject<Env> {
           log: this.#log,
           waitUntil: (promise) => this.ctx.waitUntil(promise),
           viaSession: this.#requireRecord().sessionId,
+          runsJobs: true,
         }),
       storedUsage: () => this.#record?.usage ?? null,
       budgetUsd: () => this.#record?.agent?.max_cost_usd ?? null,
@@ -349,6 +351,16 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   /**
+   * An event of a job this session's droid started, or one acting on this session: into the log,
+   * to every subscriber. An ended session's log is closed; the job's other listeners still hear it.
+   */
+  async jobEvent(event: JobEvent): Promise<void> {
+    if (!this.#record || !isLive(this.#record.status)) return;
+    const { at: _at, ...body } = event;
+    this.#events.emit(body);
+  }
+
+  /**
    * The host registry gave up on this session's host (gone past the grace period, or back
    * without the session): it ends at once, its waiting calls fail with `host_lost`. The placement
    * is already released.
@@ -379,7 +391,6 @@ export class SessionDurableObject extends DurableObject<Env> {
     return this.#record?.status ?? null;
   }
 
-  /** Ends the session for the system (its project was deleted, say); no principal to check. */
   /** What a child session needs to know of this one, its parent (nesting.ts). */
   async nestInfo(): Promise<Result<NestInfo>> {
     return capture(async () => {
@@ -433,6 +444,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     });
   }
 
+  /** Ends the session for the system (its project was deleted, say); no principal to check. */
   async terminate(reason: string): Promise<void> {
     if (!this.#record || !isLive(this.#record.status)) return;
     await this.#finish("ended", reason);
