@@ -4,7 +4,7 @@
  * `job cancel` and MCP request cancellation end a job as cancelled (and reach the host's exec);
  * failures are listed; outcomes expire from the job's alarm.
  */
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
@@ -239,6 +239,27 @@ describe("failed jobs and expiry", () => {
     const gone = await callTool(mcp, "job", { action: "get", job_id: jobId });
     expect(gone).toMatchObject({ isError: true, structuredContent: { error: { code: "not_found" } } });
     expect((await listJobs(mcp, projectId)).map((j) => j.job_id)).not.toContain(jobId);
+  });
+});
+
+describe("a restart", () => {
+  it("cuts off a running job: its alarm marks it failed and does not run it again", async () => {
+    const { host, projectId, mcp } = await projectWithContainer();
+    const call = rawCall(mcp, "container", execArgs(projectId)).catch(() => null);
+    await host.socket.nextRequest(TunnelMethod.containerExec);
+    const [running] = await listJobs(mcp, projectId, "running");
+    const jobId = running?.job_id ?? "";
+    expect(jobId).toMatch(/^job_/);
+    // Every object starts afresh from its storage, as after a deploy or a crash.
+    await abortAllDurableObjects();
+    await call;
+    const stub = env.JOBS.get(env.JOBS.idFromName(jobId));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const job = await getJob(await initialize(), jobId);
+    expect(job.status).toBe("failed");
+    // Not run again: it says so, and it ended when the alarm found it (it was never pending again).
+    expect(job.error?.message).toContain("was cut off before its work ended; it was not run again");
+    expect(job.started_at).toBe(running?.started_at);
   });
 });
 
