@@ -2,7 +2,7 @@
  * Oubliette's tools in a droid's hands, end to end: the Worker under wrangler dev, a Docker
  * host-agent, the scripted droid in its container with the key spawn gave it. It lists exactly
  * what its key's scope allows, calls them, is refused -32002 beyond its scope, and -32001 once its
- * key is revoked.
+ * key is revoked, after which its Oubliette tools are gone (a refused key registers none).
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { TestCaller } from "../support/caller.js";
@@ -129,5 +129,13 @@ describe("a droid with a key", () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(last).toContain("-32001");
+    // A key the server refuses registers nothing: the droid's Oubliette tools are gone.
+    const gone = Date.now() + 10_000;
+    let names = await toolNames(sessionId);
+    while (Date.now() < gone && names.some((n) => n.startsWith("oubliette_"))) {
+      await new Promise((r) => setTimeout(r, 250));
+      names = await toolNames(sessionId);
+    }
+    expect(names.filter((n) => n.startsWith("oubliette_"))).toEqual([]);
   }, 120_000);
 });
