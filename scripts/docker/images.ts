@@ -42,7 +42,7 @@ export async function ensureNodeBaseImage(docker: Dockerode, log: (line: string)
   }
   const megabytes = rootfs.files.reduce((sum, file) => sum + file.size, 0) / 1024 / 1024;
   log(
-    `importing base image ${ref} (node + ${rootfs.files.length - 1} libraries, ${megabytes.toFixed(0)} MB)`,
+    `importing base image ${ref} (node, sh and tools: ${rootfs.files.length} files, ${megabytes.toFixed(0)} MB)`,
   );
   const startedAt = Date.now();
   const stream = await docker.importImage(asNodeStream(packNodeRootfs(rootfs)), {

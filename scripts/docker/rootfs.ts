@@ -5,7 +5,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import type tar from "tar-stream";
 import { EPOCH, hostFile, packStream, packTree, parentDirs, type TreeEntry } from "./build-context.js";
@@ -30,17 +30,49 @@ export interface NodeRootfs {
 const SHELL = "/usr/bin/dash";
 
 /**
+ * The command-line tools an agent's shell expects (coreutils, findutils, grep, sed, awk, diff,
+ * tar, gzip, git...), copied from this machine under the same names in /usr/bin when it has them.
+ * git's built-in commands work (status, diff, add, commit, log, init, branch...); its helpers in
+ * git-core (remotes, `add -i`) are not there, and no network is either.
+ */
+const TOOLS = [
+  "basename cat chmod cmp cp cut date diff dirname du env expr find git grep gzip head id ln ls",
+  "md5sum mkdir mktemp mv nproc readlink realpath rm rmdir sed seq sha256sum sleep sort stat tail",
+  "tar tee touch tr uname uniq wc which xargs awk",
+]
+  .join(" ")
+  .split(" ");
+const TOOL_DIRS = ["/usr/bin", "/bin"];
+
+/** The host binary behind tool `name` (symlinks and Debian's alternatives resolved), or null. */
+function hostTool(name: string): string | null {
+  for (const dir of TOOL_DIRS) {
+    const path = `${dir}/${name}`;
+    if (existsSync(path)) return realpathSync(path);
+  }
+  return null;
+}
+
+/**
  * Lists the files of the base image: `process.execPath` as /usr/local/bin/node, a POSIX shell as
- * /bin/sh (so `container exec` of a command line, and agents' shell tools, have one), and the
- * libraries of both.
+ * /bin/sh (so `container exec` of a command line, and agents' shell tools, have one), the common
+ * command-line tools this machine has (TOOLS), and the libraries of all of them.
  */
 export async function planNodeRootfs(): Promise<NodeRootfs> {
   const node = realpathSync(process.execPath);
   const binaries: [string, string][] = [["/usr/local/bin/node", node]];
   if (existsSync(SHELL)) binaries.push(["/bin/sh", realpathSync(SHELL)]);
+  for (const name of TOOLS) {
+    const host = hostTool(name);
+    if (host !== null) binaries.push([`/usr/bin/${name}`, host]);
+  }
   const files = binaries.map(([path, host]) => hostFile(path, host));
   const libraries = new Set<string>();
-  for (const [, host] of binaries) for (const lib of await sharedLibraries(host)) libraries.add(lib);
+  for (const [, host] of binaries) {
+    // A script (Debian's `which`) runs under /bin/sh and loads no libraries of its own.
+    if (isScript(host)) continue;
+    for (const lib of await sharedLibraries(host)) libraries.add(lib);
+  }
   for (const lib of libraries) files.push(hostFile(lib, lib));
 
   const hash = createHash("sha256").update(`layout ${LAYOUT_VERSION}\n${PASSWD}${GROUP}`);
@@ -93,6 +125,17 @@ export async function sharedLibraries(binary: string): Promise<string[]> {
     if (match?.[1] !== undefined) paths.push(match[1]);
   }
   return [...new Set(paths)];
+}
+
+function isScript(path: string): boolean {
+  const head = Buffer.alloc(2);
+  const fd = openSync(path, "r");
+  try {
+    readSync(fd, head, 0, 2, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return head.toString("latin1") === "#!";
 }
 
 function toError(error: unknown): Error {

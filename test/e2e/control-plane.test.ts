@@ -94,7 +94,7 @@ async function exec(projectId: string, command: string[] | string) {
   });
 }
 
-/** `ls` of some directories, one name per line, with the node the test image has (no shell, no ls). */
+/** `ls` of some directories, one name per line, with node (an argv, no shell). */
 function LIST(...dirs: string[]): string[] {
   const script =
     "for (const d of process.argv.slice(1)) for (const n of require('fs').readdirSync(d)) console.log(n)";
@@ -147,7 +147,7 @@ describe("a project, its container and its workspaces", () => {
     expect(wrote).toMatchObject({ ok: true });
     const cat = await exec(projectId, READ("/workspace/default/hello.txt"));
     expect(cat).toMatchObject({ exit_code: 0, stdout: "from the droid" });
-    // The default workspace was git-initialised by the host. (The test image has node and sh, no ls.)
+    // The default workspace was git-initialised by the host.
     const listing = await exec(projectId, LIST("/workspace/default", "/workspace"));
     expect(listing.stdout.split("\n")).toEqual(
       expect.arrayContaining([".git", "hello.txt", "default", "second"]),
@@ -157,6 +157,15 @@ describe("a project, its container and its workspaces", () => {
     // A command line runs under the image's own shell, in the container (never on the host).
     const line = await exec(projectId, 'cd /workspace/default && echo "$((6 * 7)) $PWD" && exit 3');
     expect(line).toMatchObject({ exit_code: 3, stdout: "42 /workspace/default\n" });
+    // The image has the tools an agent's shell reaches for: ls, grep, sed, git...
+    const tools = await exec(
+      projectId,
+      "cd /workspace/default && ls -a | grep -x hello.txt && echo abc | sed s/b/x/ && " +
+        "git -c safe.directory='*' status --porcelain && git --version",
+    );
+    expect(tools.exit_code).toBe(0);
+    expect(tools.stdout).toContain("hello.txt\naxc\n?? hello.txt\n");
+    expect(tools.stdout).toMatch(/git version \d/);
 
     const logs = await admin.ok<{ lines: string[] }>("container", {
       action: "logs",
