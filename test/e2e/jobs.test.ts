@@ -31,14 +31,18 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** A command in the project container (node is there; no shell). */
-function exec(script: string, timeoutSeconds = 60) {
-  return caller.call("container", {
+/** `container exec` of a node script in the project container. */
+function execArgs(script: string, timeoutSeconds = 60) {
+  return {
     action: "exec",
     project_id: projectId,
     command: ["node", "-e", script],
     timeout_seconds: timeoutSeconds,
-  });
+  };
+}
+
+function exec(script: string, timeoutSeconds = 60) {
+  return caller.call("container", execArgs(script, timeoutSeconds));
 }
 
 describe("jobs", () => {
@@ -59,60 +63,28 @@ describe("jobs", () => {
   }, 60_000);
 
   it("a call that waits for its job hears progress, then gets the outcome", async () => {
-    let progress = 0;
-    const messages: string[] = [];
-    const started = Date.now();
-    const result = await caller.client.callTool(
-      {
-        name: "container",
-        arguments: {
-          action: "exec",
-          project_id: projectId,
-          command: ["node", "-e", "setTimeout(() => console.log('done in time'), 2500)"],
-          timeout_seconds: 60,
-        },
-      },
-      undefined,
-      {
-        onprogress: (p) => {
-          progress += 1;
-          if (p.message) messages.push(p.message);
-        },
-      },
+    const { result, progress, ms } = await caller.callWithProgress(
+      "container",
+      execArgs("setTimeout(() => console.log('done in time'), 2500)"),
     );
-    expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
+    expect(ms).toBeGreaterThanOrEqual(2_500);
     expect(JSON.stringify(result.structuredContent)).toContain("done in time");
-    expect(progress).toBeGreaterThanOrEqual(2);
-    expect(messages.some((m) => m.includes("container.exec"))).toBe(true);
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress.some((m) => m.includes("container.exec"))).toBe(true);
   }, 60_000);
 
   it("a call that hears progress waits out its bound before it answers the job id", async () => {
-    let progress = 0;
-    const started = Date.now();
-    const result = await caller.client.callTool(
-      {
-        name: "container",
-        arguments: {
-          action: "exec",
-          project_id: projectId,
-          command: ["node", "-e", "setTimeout(() => {}, 8000)"],
-          timeout_seconds: 60,
-        },
-      },
-      undefined,
-      {
-        onprogress: () => {
-          progress += 1;
-        },
-      },
+    const { result, progress, ms } = await caller.callWithProgress(
+      "container",
+      execArgs("setTimeout(() => {}, 8000)"),
     );
     expect(result.structuredContent).toMatchObject({
       job_id: expect.stringMatching(/^job_/),
       status: "running",
     });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(4_000);
+    expect(ms).toBeGreaterThanOrEqual(4_000);
     // One progress a keep-alive (1 s) until the 4 s bound.
-    expect(progress).toBeGreaterThanOrEqual(3);
+    expect(progress.length).toBeGreaterThanOrEqual(3);
   }, 60_000);
 
   it("job cancel stops the command in the container", async () => {

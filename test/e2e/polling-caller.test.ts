@@ -59,29 +59,16 @@ describe("a caller that only polls session events with wait_seconds", () => {
   it("is kept alive with progress while it waits", async () => {
     const caller = await pollingCaller("patient");
     const sessionId = await spawnDroid(caller, { tools: [] });
-    let progress = 0;
     const next = await caller.ok<{ next_index: number }>("session", { action: "get", session_id: sessionId });
-    const started = Date.now();
-    const page = await caller.client.callTool(
-      {
-        name: "session",
-        arguments: {
-          action: "events",
-          session_id: sessionId,
-          since_index: next.next_index + 1000,
-          wait_seconds: 3,
-        },
-      },
-      undefined,
-      {
-        onprogress: () => {
-          progress += 1;
-        },
-      },
-    );
-    expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
-    expect(page.structuredContent).toMatchObject({ events: [] });
-    expect(progress).toBeGreaterThanOrEqual(2);
+    const { result, progress, ms } = await caller.callWithProgress("session", {
+      action: "events",
+      session_id: sessionId,
+      since_index: next.next_index + 1000,
+      wait_seconds: 3,
+    });
+    expect(ms).toBeGreaterThanOrEqual(3_000);
+    expect(result.structuredContent).toMatchObject({ events: [] });
+    expect(progress.length).toBeGreaterThanOrEqual(2);
   });
 });
 

@@ -95,6 +95,24 @@ export class TestCaller {
     return (await this.client.callTool({ name, arguments: args })) as CallToolResult;
   }
 
+  /**
+   * Calls a tool with a progressToken: its result, the progress notifications heard while it
+   * ran (their messages), and how long it took.
+   */
+  async callWithProgress(
+    name: string,
+    args: Record<string, unknown>,
+  ): Promise<{ result: CallToolResult; progress: string[]; ms: number }> {
+    const progress: string[] = [];
+    const started = Date.now();
+    const result = (await this.client.callTool({ name, arguments: args }, undefined, {
+      onprogress: (p) => {
+        progress.push(p.message ?? "");
+      },
+    })) as CallToolResult;
+    return { result, progress, ms: Date.now() - started };
+  }
+
   /** Calls a tool and returns its structured result; fails the test on an isError result. */
   async ok<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T> {
     const result = await this.call(name, args);
