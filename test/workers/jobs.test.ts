@@ -310,6 +310,24 @@ describe("job events", () => {
     ]);
   });
 
+  it("a droid's call past its bound answers the droid a job id; job wait with its key answers the outcome", async () => {
+    const projectId = await createProject();
+    const s = await liveSession({ projectId }, { answer: holdingExecs });
+    const key = await projectKey(projectId);
+    const droidCall = (tool: string, args: Record<string, unknown>) =>
+      s.tunnel.socket.ask("oubliette_call_tool", { api_key: key, tool, arguments: args }, 10_000);
+    const ask = droidCall("container", execArgs(projectId));
+    const exec = await s.host.socket.nextRequest(TunnelMethod.containerExec);
+    const pointer = PointerSchema.parse(DroidResultSchema.parse(resultOf(await ask)).structuredContent);
+    expect(pointer).toMatchObject({ status: "running", tool: "container.exec", timing: "async_medium" });
+    const waiting = droidCall("job", { action: "wait", job_id: pointer.job_id, wait_seconds: 10 });
+    s.host.socket.reply(exec.id, EXEC_RESULT);
+    const outcome = z
+      .object({ structuredContent: JobSchema })
+      .parse(resultOf(await waiting)).structuredContent;
+    expect(outcome).toMatchObject({ status: "complete", result: { exit_code: 0, stdout: "done\n" } });
+  });
+
   it("of a job acting on a session go into its log, and reach the caller that started it once", async () => {
     const mcp = await initialize();
     await FakeHost.connect(uniqueHostId("job-events"));
