@@ -218,6 +218,10 @@ export class JobDurableObject extends DurableObject<Env> {
     record.endedAt = now;
     record.expiresAt = now + JOB_TTL_MS;
     this.#store.save(record);
+    // The expiry and the directory first: whoever hears of the end (a waiter answered, an event)
+    // and then asks `job list`, or for the outcome's expiry, finds them already there.
+    await this.ctx.storage.setAlarm(record.expiresAt);
+    await this.#listed(record);
     for (const wake of [...this.#waiters]) wake();
     this.#emit({
       type: "job_ended",
@@ -229,8 +233,6 @@ export class JobDurableObject extends DurableObject<Env> {
       at: new Date(now).toISOString(),
     });
     this.#log.info("job ended", { status, error: record.error?.code });
-    await this.#listed(record);
-    await this.ctx.storage.setAlarm(record.expiresAt);
   }
 
   /** Tells the directory how the job stands (a failure only makes `job list` late). */
