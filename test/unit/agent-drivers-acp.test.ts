@@ -376,6 +376,8 @@ describe("Gemini CLI launch", () => {
           args: context.mcpServer.args,
           env: context.mcpServer.env,
           trust: true,
+          // Gemini's own default (10 minutes) would cut off a long caller answer.
+          timeout: 86_400_000,
         },
       },
     });

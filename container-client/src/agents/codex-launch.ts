@@ -1,11 +1,12 @@
 /**
  * How Codex starts: `codex app-server`, with its own CODEX_HOME in the agent's home whose
  * `config.toml` names the model forwarder as the provider (Responses API, key from a variable),
- * the container-client as the `oubliette` MCP server, no approvals or sandbox of its own (the
+ * the container-client as the `oubliette` MCP server (its calls allowed to run as long as
+ * Oubliette's own deadlines let them), no approvals or sandbox of its own (the
  * container is the sandbox) and every switch that keeps it from calling home.
  */
 import { join } from "node:path";
-import type { AgentLaunch, DriverContext } from "./driver.js";
+import { AGENT_TOOL_CALL_TIMEOUT_MS, type AgentLaunch, type DriverContext } from "./driver.js";
 import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
 import { stringifyToml, type TomlTable } from "./toml.js";
 
@@ -29,7 +30,7 @@ export function codexLaunch(context: DriverContext): AgentLaunch {
     },
     analytics: { enabled: false },
     features: { plugins: false, apps: false },
-    mcp_servers: { [name]: { command, args, env } },
+    mcp_servers: { [name]: { command, args, env, tool_timeout_sec: AGENT_TOOL_CALL_TIMEOUT_MS / 1000 } },
   };
   return {
     argv: [...context.command, "app-server"],

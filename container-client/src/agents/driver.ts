@@ -16,6 +16,15 @@ export interface McpServerSpec {
   env: Record<string, string>;
 }
 
+/**
+ * How long an agent lets one call of the container-client's tools run before it gives up on its
+ * own, where its config can say so. Oubliette's own deadlines end every call first (a caller's
+ * answer may take up to its timeout, 15 minutes at most by default, a job-class call waits up to
+ * its bound): an agent's shorter default (Codex 60 s, Gemini 10 minutes) would cut off a call
+ * still under way, so it is set well past them.
+ */
+export const AGENT_TOOL_CALL_TIMEOUT_MS = 24 * 60 * 60_000;
+
 /** What a driver may use to build its launch. */
 export interface DriverContext {
   runtime: AgentRuntime;

@@ -3,11 +3,12 @@
  * its router makes extra calls and retries for a long time). The model forwarder is its Gemini
  * API base URL, the placeholder credential its API key; `~/.gemini/settings.json` in the agent's
  * home picks API-key auth, switches off usage statistics, telemetry and updates, and holds the
- * MCP server (trusted), as the recorded session had it.
+ * MCP server (trusted, its calls allowed to run as long as Oubliette's own deadlines let them),
+ * as the recorded session had it.
  */
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
-import type { AgentLaunch, DriverContext } from "./driver.js";
+import { AGENT_TOOL_CALL_TIMEOUT_MS, type AgentLaunch, type DriverContext } from "./driver.js";
 
 export function geminiLaunch(context: DriverContext): AgentLaunch {
   const { name, command, args, env } = context.mcpServer;
@@ -16,7 +17,7 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
     privacy: { usageStatisticsEnabled: false },
     telemetry: { enabled: false },
     general: { disableAutoUpdate: true },
-    mcpServers: { [name]: { command, args, env, trust: true } },
+    mcpServers: { [name]: { command, args, env, trust: true, timeout: AGENT_TOOL_CALL_TIMEOUT_MS } },
   };
   return {
     argv: [...context.command, "--acp", "-m", context.model, "--yolo", "--skip-trust"],
