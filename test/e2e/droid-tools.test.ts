@@ -4,46 +4,33 @@
  * what its key's scope allows, calls them, is refused -32002 beyond its scope, and -32001 once its
  * key is revoked, after which its Oubliette tools are gone (a refused key registers none).
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TestCaller } from "../support/caller.js";
-import { TestStack } from "../support/stack.js";
+import { describe, expect, it } from "vitest";
+import { dockerStack } from "./docker-stack.js";
 import { runStep, text } from "./support.js";
 
-let stack: TestStack;
-let caller: TestCaller;
-
-beforeAll(async () => {
-  stack = await TestStack.start();
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
-  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
-}, 120_000);
-
-afterAll(async () => {
-  await caller?.close();
-  await stack?.stop();
-});
+const e2e = dockerStack();
 
 async function droidWith(projectId: string, key: Record<string, unknown>): Promise<string> {
-  const { session_id } = await caller.ok<{ session_id: string }>("session", {
+  const { session_id } = await e2e.caller.ok<{ session_id: string }>("session", {
     action: "spawn",
     project_id: projectId,
     new_session: true,
     ...key,
   });
-  await caller.waitForOutput(session_id, (d) => d.op === "ready", 60_000);
+  await e2e.caller.waitForOutput(session_id, (d) => d.op === "ready", 60_000);
   return session_id;
 }
 
 async function toolNames(sessionId: string): Promise<string[]> {
-  const listed = await runStep(caller, sessionId, { op: "list_tools" });
+  const listed = await runStep(e2e.caller, sessionId, { op: "list_tools" });
   return (listed.tools as { name: string }[]).map((t) => t.name);
 }
 
 describe("a droid with a key", () => {
   it("sees and uses exactly what a project key allows", async () => {
-    const projectId = await caller.newProject();
+    const projectId = await e2e.caller.newProject();
     const sessionId = await droidWith(projectId, { oubliette_access: "project" });
-    const waited = await runStep(caller, sessionId, {
+    const waited = await runStep(e2e.caller, sessionId, {
       op: "wait_tool",
       name: "oubliette_workspace",
       timeout_ms: 20_000,
@@ -55,7 +42,7 @@ describe("a droid with a key", () => {
     );
     expect(names).not.toContain("oubliette_token");
     expect(names).not.toContain("oubliette_caller_tool_response");
-    const listed = await runStep(caller, sessionId, {
+    const listed = await runStep(e2e.caller, sessionId, {
       op: "call",
       name: "oubliette_workspace",
       arguments: { action: "list", project_id: projectId },
@@ -63,7 +50,7 @@ describe("a droid with a key", () => {
     expect(listed.is_error).toBe(false);
     expect(text(listed)).toContain("default");
     // It starts a child session in a workspace of its own making.
-    const spawned = await runStep(caller, sessionId, {
+    const spawned = await runStep(e2e.caller, sessionId, {
       op: "call",
       name: "oubliette_session",
       arguments: {
@@ -80,18 +67,18 @@ describe("a droid with a key", () => {
       depth: number;
     };
     expect(child).toMatchObject({ parent_session_id: sessionId, depth: 1 });
-    const workspaces = await caller.ok<{ workspaces: { workspace_id: string }[] }>("workspace", {
+    const workspaces = await e2e.caller.ok<{ workspaces: { workspace_id: string }[] }>("workspace", {
       action: "list",
       project_id: projectId,
     });
     expect(workspaces.workspaces.map((w) => w.workspace_id)).toContain("from-droid");
     // Ending the parent ends the child.
-    await caller.ok("session", { action: "end", session_id: sessionId });
+    await e2e.caller.ok("session", { action: "end", session_id: sessionId });
     const deadline = Date.now() + 20_000;
     let status = "";
     while (Date.now() < deadline && status !== "ended") {
       status = (
-        await caller.ok<{ status: string }>("session", { action: "get", session_id: child.session_id })
+        await e2e.caller.ok<{ status: string }>("session", { action: "get", session_id: child.session_id })
       ).status;
       if (status !== "ended") await new Promise((r) => setTimeout(r, 200));
     }
@@ -99,27 +86,27 @@ describe("a droid with a key", () => {
   }, 120_000);
 
   it("is refused -32002 beyond a read-only key's scope, and -32001 once the key is revoked", async () => {
-    const projectId = await caller.newProject();
-    const minted = await caller.ok<{ token: string; token_id: string }>("token", {
+    const projectId = await e2e.caller.newProject();
+    const minted = await e2e.caller.ok<{ token: string; token_id: string }>("token", {
       action: "create",
       name: "droid key",
       scope: `project:${projectId}:ro`,
     });
     const sessionId = await droidWith(projectId, { oubliette_api_key: minted.token });
-    await runStep(caller, sessionId, { op: "wait_tool", name: "oubliette_session", timeout_ms: 20_000 });
-    const spawn = await runStep(caller, sessionId, {
+    await runStep(e2e.caller, sessionId, { op: "wait_tool", name: "oubliette_session", timeout_ms: 20_000 });
+    const spawn = await runStep(e2e.caller, sessionId, {
       op: "call",
       name: "oubliette_session",
       arguments: { action: "spawn", project_id: projectId },
     });
     expect(spawn.is_error).toBe(true);
     expect(text(spawn)).toContain("-32002");
-    await caller.ok("token", { action: "revoke", token_id: minted.token_id });
+    await e2e.caller.ok("token", { action: "revoke", token_id: minted.token_id });
     // Within 5 s the key works nowhere.
     const deadline = Date.now() + 5_000;
     let last = "";
     while (Date.now() < deadline) {
-      const call = await runStep(caller, sessionId, {
+      const call = await runStep(e2e.caller, sessionId, {
         op: "call",
         name: "oubliette_session",
         arguments: { action: "list", project_id: projectId },

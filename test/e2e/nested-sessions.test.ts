@@ -4,24 +4,11 @@
  * appear in the parent's merged events (`include_children`, each naming its session); the child,
  * at the project's max_recursion_depth, is refused a grandchild; ending the parent ends the child.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { TestCaller } from "../support/caller.js";
-import { TestStack } from "../support/stack.js";
+import { describe, expect, it } from "vitest";
+import { dockerStack } from "./docker-stack.js";
 import { runStep, text } from "./support.js";
 
-let stack: TestStack;
-let caller: TestCaller;
-
-beforeAll(async () => {
-  stack = await TestStack.start();
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
-  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
-}, 120_000);
-
-afterAll(async () => {
-  await caller?.close();
-  await stack?.stop();
-});
+const e2e = dockerStack();
 
 interface MergedPage {
   events: { session_id: string; type: string; data?: { op?: string } }[];
@@ -29,7 +16,8 @@ interface MergedPage {
 }
 
 async function statusOf(sessionId: string): Promise<string> {
-  return (await caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId })).status;
+  return (await e2e.caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId }))
+    .status;
 }
 
 async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -50,7 +38,7 @@ async function outputOf(
   await eventually(
     `a matching output of ${sessionId}`,
     async () => {
-      const page = await caller.ok<{ events: { type: string; data?: Record<string, unknown> }[] }>(
+      const page = await e2e.caller.ok<{ events: { type: string; data?: Record<string, unknown> }[] }>(
         "session",
         {
           action: "events",
@@ -68,21 +56,21 @@ async function outputOf(
 
 describe("nested sessions", () => {
   it("a droid's child shows in its merged events, is refused depth past the limit, and ends with it", async () => {
-    const { project_id: projectId } = await caller.ok<{ project_id: string }>("project", {
+    const { project_id: projectId } = await e2e.caller.ok<{ project_id: string }>("project", {
       action: "create",
       name: `nested-${crypto.randomUUID().slice(0, 8)}`,
       limits: { max_recursion_depth: 1 },
     });
-    const { session_id: parentId } = await caller.ok<{ session_id: string }>("session", {
+    const { session_id: parentId } = await e2e.caller.ok<{ session_id: string }>("session", {
       action: "spawn",
       project_id: projectId,
       oubliette_access: "project",
     });
-    await caller.waitForOutput(parentId, (d) => d.op === "ready", 60_000);
-    await runStep(caller, parentId, { op: "wait_tool", name: "oubliette_session", timeout_ms: 20_000 });
+    await e2e.caller.waitForOutput(parentId, (d) => d.op === "ready", 60_000);
+    await runStep(e2e.caller, parentId, { op: "wait_tool", name: "oubliette_session", timeout_ms: 20_000 });
 
     // The parent starts a child, which gets a key of its own.
-    const spawned = await runStep(caller, parentId, {
+    const spawned = await runStep(e2e.caller, parentId, {
       op: "call",
       name: "oubliette_session",
       arguments: { action: "spawn", project_id: projectId, oubliette_access: "project" },
@@ -98,7 +86,7 @@ describe("nested sessions", () => {
     // The parent's merged events hold the child's, each naming its session.
     let merged: MergedPage = { events: [], children_next_index: {} };
     await eventually("the child's ready output is in the parent's merged events", async () => {
-      merged = await caller.ok<MergedPage>("session", {
+      merged = await e2e.caller.ok<MergedPage>("session", {
         action: "events",
         session_id: parentId,
         include_children: true,
@@ -110,7 +98,7 @@ describe("nested sessions", () => {
 
     // The child is at depth 1, the project's limit: it may not start a grandchild. (The caller
     // did not spawn the child, so it follows it by reading its events.)
-    await caller.ok("session", {
+    await e2e.caller.ok("session", {
       action: "message",
       session_id: child.session_id,
       message: JSON.stringify({
@@ -132,8 +120,8 @@ describe("nested sessions", () => {
     expect(text(refused)).toContain("limit_exceeded");
 
     // Ending the parent ends the child.
-    await caller.ok("session", { action: "end", session_id: parentId });
+    await e2e.caller.ok("session", { action: "end", session_id: parentId });
     await eventually("the child has ended", async () => (await statusOf(child.session_id)) === "ended");
-    await caller.call("project", { action: "delete", project_id: projectId, force: true });
+    await e2e.caller.call("project", { action: "delete", project_id: projectId, force: true });
   }, 180_000);
 });
