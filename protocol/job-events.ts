@@ -32,6 +32,10 @@ export type JobEventBody = z.infer<(typeof JobEventBodySchemas)[number]>;
 export type JobEvent = JobEventBody & { at: string };
 export type JobEventType = JobEvent["type"];
 
+const JOB_EVENT_TYPES: ReadonlySet<string> = new Set(
+  JobEventBodySchemas.map((schema) => schema.shape.type.value),
+);
+
 export function isJobEventType(type: string): type is JobEventType {
-  return type === "job_started" || type === "job_progress" || type === "job_ended";
+  return JOB_EVENT_TYPES.has(type);
 }

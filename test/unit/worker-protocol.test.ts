@@ -103,6 +103,18 @@ describe("tunnel messages", () => {
 describe("session events", () => {
   const base = { session_id: "s", index: 0, ts: "t" };
 
+  it("routes a job's events in a session's log to oubliette.job", () => {
+    const job = { ...base, job_id: "job_0123456789abcdef01234567", tool: "container.exec" };
+    const started = SessionEventSchema.parse({ ...job, type: "job_started", project_id: "prj_x" });
+    expect(loggerFor(started)).toBe("oubliette.job");
+    const ended = SessionEventSchema.parse({ ...job, type: "job_ended", project_id: null, status: "failed" });
+    expect(loggerFor(ended)).toBe("oubliette.job");
+    expect(
+      SessionEventSchema.safeParse({ ...job, type: "job_ended", project_id: null, status: "running" })
+        .success,
+    ).toBe(false);
+  });
+
   it("routes caller tool requests and failures to oubliette.caller_tool and the rest to oubliette.session", () => {
     const request = SessionEventSchema.parse({
       ...base,
