@@ -160,7 +160,9 @@ it("stop() during the backoff cancels the restart", async () => {
       starts += 1;
       return runForever();
     },
+    // A backoff long enough that stop() surely comes first (the default cap here is 40 ms).
     initialDelayMs: 10_000,
+    maxDelayMs: 10_000,
   });
   await expect.poll(() => reports.length, SLOW).toBe(1);
   const before = Date.now();
