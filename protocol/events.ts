@@ -64,6 +64,14 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     reason: z.string(),
     message: z.string(),
   }),
+  /** The session's project reached its disk bound on its host; its agents are stopped (`session_ended` follows). */
+  z.object({
+    ...base,
+    type: z.literal("disk_limit"),
+    used_mb: z.number().int(),
+    limit_mb: z.number().int(),
+    message: z.string(),
+  }),
   /** A job this session's droid started, or one acting on this session (see job-events.ts). */
   ...JobEventBodySchemas.map((schema) => schema.extend(base)),
 ]);

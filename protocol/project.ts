@@ -10,6 +10,8 @@ export const ProjectLimitsSchema = z.object({
   memory_mb: z.number().int().min(64).max(1_048_576).optional(),
   cpus: z.number().min(0.01).max(1024).optional(),
   pids: z.number().int().min(16).max(1_000_000).optional(),
+  /** Disk the project's volume (workspaces, homes) may use, MiB; the host's default when absent. */
+  disk_mb: z.number().int().min(64).max(16_777_216).optional(),
 });
 export type ProjectLimits = z.infer<typeof ProjectLimitsSchema>;
 

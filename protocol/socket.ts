@@ -2,25 +2,24 @@ import { z } from "zod";
 import { AgentEventBatchSchema, AgentStateSchema } from "./agent-events.js";
 import { AgentRuntimeSchema } from "./agent-runtimes.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
+import { ContainerPaths, runnerSocketPath } from "./container-layout.js";
 import { SessionIdSchema } from "./ids.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { Limits } from "./limits.js";
 
 /**
- * The container socket: JSON-RPC 2.0 (`protocol/rpc/messages.ts`), one message per line (UTF-8,
- * '\n' terminated, at most `Limits.lineBytes`), between the host-agent (which serves it, one
- * socket per project container) and two kinds of peers inside the container: the runner (the
- * container's main process, which owns every agent's stdio) and the container-clients (one droid
- * MCP server per session). The runner authenticates with the container's secret; a
- * container-client with its session's secret, which binds the connection to that session.
+ * The container sockets: JSON-RPC 2.0 (`protocol/rpc/messages.ts`), one message per line (UTF-8,
+ * '\n' terminated, at most `Limits.lineBytes`), between the host-agent (which serves them) and
+ * two kinds of peers inside a project's container: the runner (the container's main process,
+ * which owns every agent's stdio) and the container-clients (one droid MCP server per session).
+ * Each has a socket of its own that only its uid can reach (`container-layout.ts`): the runner
+ * presents the container's secret on its socket, a container-client its session's secret on
+ * that session's socket, which binds the connection to that session.
  */
-export const SOCKET_PROTOCOL_VERSION = 3;
+export const SOCKET_PROTOCOL_VERSION = 4;
 
-/** Default path of the socket inside the container (a per-project host directory is mounted at /mcp). */
-export const DEFAULT_SOCKET_PATH = "/mcp/relay.sock";
-
-/** The model socket beside the relay socket: the host-agent's model proxy (HTTP), reached through the runner's forwarder. */
-export const MODEL_SOCKET_NAME = "model.sock";
+/** The runner's socket inside a container (the project's socket directory is mounted at /mcp). */
+export const DEFAULT_SOCKET_PATH = runnerSocketPath(ContainerPaths.socketDir);
 
 /** Environment variables the host-agent (and, per agent, the runner) hands out. */
 export const AgentEnv = {
@@ -35,6 +34,8 @@ export const AgentEnv = {
   agentCommand: "OUBLIETTE_AGENT_COMMAND",
   /** Set to 1 when the runner must end with its parent (the process runtime: no re-adoption). */
   exitWithParent: "OUBLIETTE_RUNNER_EXIT_WITH_PARENT",
+  /** Set to 1 in a container: every agent runs as a uid of its own, never as the runner. */
+  separateSessions: "OUBLIETTE_SEPARATE_SESSIONS",
 } as const;
 
 /** Variables only the runner may see: it removes them from every agent's environment. */
@@ -42,6 +43,7 @@ export const RUNNER_ONLY_ENV: readonly string[] = [
   AgentEnv.runnerToken,
   AgentEnv.agentCommand,
   AgentEnv.exitWithParent,
+  AgentEnv.separateSessions,
 ];
 
 /** Most agents one runner runs at once (a project's sessions on one host). */
@@ -68,12 +70,18 @@ export const SocketMethod = {
 
 const SecretSchema = z.string().min(1).max(512);
 
+/** Highest uid/gid the host hands out (below the kernel's overflow ids). */
+const MAX_ID = 65_533;
+
 /** One agent as the runner reports it in `hello`: enough for a restarted host-agent to re-adopt its session. */
 export const RunnerAgentSchema = AgentStateSchema.extend({
   session_id: SessionIdSchema,
   session_token: SecretSchema,
   /** The agent's placeholder model credential, so a restarted host-agent meters the session again. */
   model_token: z.string().max(256).optional(),
+  /** The uid and gid the agent runs as, so a restarted host-agent serves its socket to them. */
+  uid: z.number().int().min(0).max(MAX_ID).optional(),
+  gid: z.number().int().min(0).max(MAX_ID).optional(),
 });
 export type RunnerAgent = z.infer<typeof RunnerAgentSchema>;
 
@@ -123,9 +131,6 @@ export const AgentEventsParamsSchema = AgentEventBatchSchema.extend({ session_id
 
 // ---- requests to the runner ----
 
-/** Highest uid/gid the host hands out (below the kernel's overflow ids). */
-const MAX_ID = 65_533;
-
 /**
  * Which agent a session runs: the runtime (its adapter and CLI), the model, and the placeholder
  * credential it presents to the model forwarder (the host-agent's proxy knows the session by it;
@@ -141,7 +146,8 @@ export type AgentLaunchSpec = z.infer<typeof AgentLaunchSpecSchema>;
 /**
  * `agent_start`: start the agent of a session (idempotent: a running one answers its pid). `cwd`
  * is its working directory in the container; `uid`/`gid`, when given, the identity it runs as
- * (workspace isolation; the runner needs CAP_SETUID/SETGID for it).
+ * (the session's own uid and its workspace's group; the runner needs CAP_SETUID/SETGID for it);
+ * `home` the session's private home, which the host made for that uid.
  */
 export const AgentStartParamsSchema = z.object({
   session_id: SessionIdSchema,
@@ -150,6 +156,7 @@ export const AgentStartParamsSchema = z.object({
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768)).default({}),
   uid: z.number().int().min(1).max(MAX_ID).optional(),
   gid: z.number().int().min(1).max(MAX_ID).optional(),
+  home: z.string().min(1).max(4096).startsWith("/").optional(),
   agent: AgentLaunchSpecSchema.default({ runtime: "scripted" }),
 });
 export type AgentStartParams = z.input<typeof AgentStartParamsSchema>;

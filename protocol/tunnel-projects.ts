@@ -38,6 +38,8 @@ export const WorkspaceCreateParamsSchema = z.object({
   workspace_id: WorkspaceIdSchema,
   init_git: z.boolean().default(false),
   remote_url: RemoteUrlSchema.optional(),
+  /** The project's disk bound (MiB), for a volume made by this request; the host's default when absent. */
+  disk_mb: z.number().int().min(64).max(16_777_216).optional(),
 });
 export const WorkspaceCreateResultSchema = z.object({
   /** The workspace's path inside the container. */

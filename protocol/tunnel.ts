@@ -47,6 +47,8 @@ export const TunnelFailureSchema = z.enum([
   "unsupported",
   /** A command the host ran for the request (git, an exec) failed. */
   "exec_failed",
+  /** The project is at its disk bound: it starts nothing more until space is freed. */
+  "disk_limit",
 ]);
 export type TunnelFailure = z.infer<typeof TunnelFailureSchema>;
 
@@ -97,6 +99,13 @@ export const TunnelMethod = {
 
 // ---------------------------------------------------------------- host channel
 
+/** How a host bounds its projects' disk use, and the bound of a project that names none. */
+export const HostDiskSchema = z.object({
+  mode: z.enum(["filesystem", "measured"]),
+  default_mb: z.number().int().positive(),
+});
+export type HostDisk = z.infer<typeof HostDiskSchema>;
+
 /** `host_hello` (host → registry): the first request after every (re)connect. */
 export const HostHelloParamsSchema = z.object({
   v: z.number().int(),
@@ -108,6 +117,7 @@ export const HostHelloParamsSchema = z.object({
   /** Project containers (and volumes) this host has; `running` when the container runs. */
   projects: z.array(HostProjectSchema).max(10_000).default([]),
   max_sessions: z.number().int().positive(),
+  disk: HostDiskSchema.optional(),
 });
 export const HostHelloResultSchema = z.object({ host_id: z.string() });
 
@@ -164,8 +174,25 @@ export const TunnelCallerToolParamsSchema = z.object({
 export const SessionEventsParamsSchema = AgentEventBatchSchema;
 export const SessionEventsResultSchema = z.object({ stored_seq: z.number().int().nonnegative() });
 
+/**
+ * What the host saw that a session's subscribers should see as an event of its own before the
+ * session ends (`session_end`'s `notice`): the project reached its disk bound.
+ */
+export const HostNoticeSchema = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("disk_limit"),
+    used_mb: z.number().int().nonnegative(),
+    limit_mb: z.number().int().nonnegative(),
+    message: z.string().max(1024),
+  }),
+]);
+export type HostNotice = z.infer<typeof HostNoticeSchema>;
+
 /** `session_end` (host → session): the session is over on the host (its container died, say). */
-export const SessionEndParamsSchema = z.object({ reason: z.string().max(1024) });
+export const SessionEndParamsSchema = z.object({
+  reason: z.string().max(1024),
+  notice: HostNoticeSchema.optional(),
+});
 
 /** `droid_message` (session → host): a message for the droid; the request id is `msg:<seq>`. */
 export const DroidMessageParamsSchema = z.object({

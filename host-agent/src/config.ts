@@ -1,6 +1,7 @@
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { DEFAULT_DISK_SETTINGS } from "./disk/disk-settings.js";
 
 /** host-agent settings, from flags or their environment variables (flags win). */
 export const HostAgentConfigSchema = z.object({
@@ -43,6 +44,16 @@ export const HostAgentConfigSchema = z.object({
   maxProjects: z.coerce.number().int().positive().default(16),
   heartbeatMs: z.coerce.number().int().min(100).default(15_000),
   reconnectMaxMs: z.coerce.number().int().min(100).default(30_000),
+  /** How projects' disk use is bounded (see disk/disk-settings.ts); auto: filesystem where it works. */
+  diskMode: z.enum(["auto", "filesystem", "measured"]).default("auto"),
+  /** A project's disk bound when it names none (MiB). */
+  diskMb: z.coerce.number().int().min(64).default(DEFAULT_DISK_SETTINGS.defaultMb),
+  /** How often running projects' disk use is measured (ms; at most 10 s). */
+  diskCheckMs: z.coerce.number().int().min(100).max(10_000).default(DEFAULT_DISK_SETTINGS.checkMs),
+  /** No new work while the data directory's disk has less free (MiB). */
+  minFreeDiskMb: z.coerce.number().int().min(0).default(DEFAULT_DISK_SETTINGS.minFreeMb),
+  /** Each container's in-memory /tmp (MiB). */
+  tmpMb: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_DISK_SETTINGS.tmpMb),
   /** A JSON file of model provider keys (see models/model-keys.ts). */
   modelKeys: z.string().min(1).optional(),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import { createLogger } from "../../lib/log.js";
 import { HostAgentConfigSchema } from "./config.js";
+import { resolveDiskSettings } from "./disk/resolve-disk.js";
 import { configuredProviders, loadModelKeys, type ModelKeys } from "./models/model-keys.js";
 import { ModelProxy } from "./models/model-proxy.js";
 import { ProjectManager } from "./projects/project-manager.js";
@@ -86,6 +87,33 @@ const program = new Command()
       'model provider keys, JSON: {"anthropic":{"api_key":"…","base_url":"…"},…} (or OUBLIETTE_<PROVIDER>_API_KEY)',
     ).env("OUBLIETTE_MODEL_KEYS"),
   )
+  .addOption(
+    new Option(
+      "--disk-mode <mode>",
+      "how projects' disk use is bounded: a loop-mounted filesystem each, or measured (auto: filesystem where it works)",
+    )
+      .choices(["auto", "filesystem", "measured"])
+      .env("OUBLIETTE_DISK_MODE"),
+  )
+  .addOption(
+    new Option("--disk-mb <mib>", "a project's disk bound when it names none (default 10240)").env(
+      "OUBLIETTE_DISK_MB",
+    ),
+  )
+  .addOption(
+    new Option("--disk-check-ms <ms>", "how often projects' disk use is measured (≤ 10000)").env(
+      "OUBLIETTE_DISK_CHECK_MS",
+    ),
+  )
+  .addOption(
+    new Option(
+      "--min-free-disk-mb <mib>",
+      "refuse new work while the data disk has less free (default 1024)",
+    ).env("OUBLIETTE_MIN_FREE_DISK_MB"),
+  )
+  .addOption(
+    new Option("--tmp-mb <mib>", "each container's in-memory /tmp (default 64)").env("OUBLIETTE_TMP_MB"),
+  )
   .addOption(new Option("--log-level <level>", "log level").env("OUBLIETTE_LOG_LEVEL"));
 
 program.parse();
@@ -144,6 +172,8 @@ try {
 logger.info({ providers: configuredProviders(modelKeys) }, "model providers configured");
 const models = new ModelProxy({ keys: modelKeys, logger });
 
+const disk = await resolveDiskSettings(config, runtime.kind, logger);
+
 const timing = { heartbeatMs: config.heartbeatMs, maxReconnectDelayMs: config.reconnectMaxMs };
 const projects = new ProjectManager({
   workerUrl: config.workerUrl,
@@ -155,6 +185,7 @@ const projects = new ProjectManager({
   maxSessions: config.maxSessions,
   maxProjects: config.maxProjects,
   models,
+  disk,
   timing,
   logger,
 });
@@ -169,6 +200,7 @@ const control = new HostControl({
   runtime: runtime.kind,
   agentVersion: VERSION,
   maxSessions: config.maxSessions,
+  disk: { mode: disk.mode, default_mb: disk.defaultMb },
   timing,
   host: projects,
   logger,

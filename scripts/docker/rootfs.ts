@@ -39,10 +39,14 @@ const TOOLS = [
   "basename cat chmod cmp cp cut date diff dirname du env expr find git grep gzip head id ln ls",
   "md5sum mkdir mktemp mv nproc readlink realpath rm rmdir sed seq sha256sum sleep sort stat tail",
   "tar tee touch tr uname uniq wc which xargs awk",
+  // `container exec` becomes its own user (and every workspace's group) through setpriv.
+  "setpriv",
 ]
   .join(" ")
   .split(" ");
 const TOOL_DIRS = ["/usr/bin", "/bin"];
+/** Tools the product itself runs in the container (the others are for agents' shells). */
+const REQUIRED_TOOLS = ["setpriv"];
 
 /** The host binary behind tool `name` (symlinks and Debian's alternatives resolved), or null. */
 function hostTool(name: string): string | null {
@@ -64,6 +68,12 @@ export async function planNodeRootfs(): Promise<NodeRootfs> {
   if (existsSync(SHELL)) binaries.push(["/bin/sh", realpathSync(SHELL)]);
   for (const name of TOOLS) {
     const host = hostTool(name);
+    if (host === null && REQUIRED_TOOLS.includes(name)) {
+      throw new DockerImageError(
+        "base_image_failed",
+        `${name} is missing on this machine and the image needs it (Debian: apt-get install util-linux)`,
+      );
+    }
     if (host !== null) binaries.push([`/usr/bin/${name}`, host]);
   }
   const files = binaries.map(([path, host]) => hostFile(path, host));

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { bundles, repoRoot } from "../build.js";
 import { type HostAgent, type HostAgentOptions, startHostAgent } from "./host-agent-process.js";
+import { unmountUnder } from "./mounts.js";
 import { removeHostContainers } from "./remove-containers.js";
 import { newToken, sha256Hex } from "./tokens.js";
 import { startWranglerDev, type WranglerDev, type WranglerDevOptions } from "./wrangler-dev.js";
@@ -179,6 +180,7 @@ export class LocalStack {
     if (this.temporary && !process.env.OUBLIETTE_KEEP_STATE) {
       // Its host-agents left their containers running for a next start this stack will not have.
       await removeHostContainers(this.hosts.map((h) => h.hostId)).catch(() => 0);
+      await unmountUnder(this.dir);
       await rm(this.dir, { recursive: true, force: true });
     }
   }

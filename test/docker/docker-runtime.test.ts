@@ -28,6 +28,7 @@ let engine: DockerEngine;
 let baseImage: string;
 let socketDir: string;
 let workspacesDir: string;
+let homesDir: string;
 let sessionCounter = 0;
 const launched: Workload[] = [];
 
@@ -42,6 +43,9 @@ beforeAll(async () => {
   workspacesDir = join(socketDir, "workspaces");
   mkdirSync(workspacesDir, { mode: 0o777 });
   chmodSync(workspacesDir, 0o777);
+  homesDir = join(socketDir, "homes");
+  mkdirSync(homesDir, { mode: 0o777 });
+  mkdirSync(join(socketDir, "runner"), { mode: 0o777 });
 }, 600_000);
 
 afterAll(async () => {
@@ -76,10 +80,12 @@ function launchOf(n: number, token: string, env: Record<string, string> = {}): P
     runnerToken: token,
     socketDir,
     workspacesDir,
+    homesDir,
     env,
     limits: { memoryMb: 256, cpus: 1, pids: 128 },
     isolation: false,
     ephemeral: false,
+    tmpMb: 16,
   };
 }
 
@@ -116,7 +122,7 @@ const writeReport = (name: string, expression: string) =>
   `require("node:fs").writeFileSync("/mcp/${name}.json", JSON.stringify(${expression}));`;
 
 describe("DockerRuntime", () => {
-  it("runs without network, as uid 1000, in /workspace, with the socket path, secret and env it was given", async () => {
+  it("runs the runner without network, as root with only SETUID, SETGID and KILL, on a read-only root, in /workspace, with the socket path, secret and env it was given", async () => {
     const workload = await launchScript(
       writeReport(
         "env",
@@ -124,6 +130,9 @@ describe("DockerRuntime", () => {
         interfaces: Object.keys(require("node:os").networkInterfaces()),
         uid: process.getuid(),
         gid: process.getgid(),
+        capEff: /CapEff:\\s*(\\w+)/.exec(require("node:fs").readFileSync("/proc/self/status", "utf8"))[1],
+        rootWritable: (() => { try { require("node:fs").writeFileSync("/etc/x", "x"); return true; } catch (e) { return e.code; } })(),
+        tmpWritable: (() => { require("node:fs").writeFileSync("/tmp/x", "x"); return true; })(),
         socket: process.env.OUBLIETTE_SOCKET,
         token: process.env.OUBLIETTE_RUNNER_TOKEN,
         project: process.env.OUBLIETTE_PROJECT_ID,
@@ -135,9 +144,13 @@ describe("DockerRuntime", () => {
     );
     expect(await report("env")).toEqual({
       interfaces: ["lo"],
-      uid: 1000,
-      gid: 1000,
-      socket: "/mcp/relay.sock",
+      uid: 0,
+      gid: 0,
+      // CAP_KILL (5), CAP_SETGID (6), CAP_SETUID (7): 0xe0.
+      capEff: "00000000000000e0",
+      rootWritable: "EROFS",
+      tmpWritable: true,
+      socket: "/mcp/runner/relay.sock",
       token: `token-${sessionCounter}`,
       project: projectIdOf(sessionCounter),
       cwd: "/workspace",
@@ -147,7 +160,7 @@ describe("DockerRuntime", () => {
   });
 
   it("lets the container connect to a Unix socket the host serves in socketDir", async () => {
-    const server = await serveRelaySocket(join(socketDir, "relay.sock"));
+    const server = await serveRelaySocket(join(socketDir, "runner", "relay.sock"));
     try {
       const workload = await launchScript(`
         const socket = require("node:net").connect(process.env.OUBLIETTE_SOCKET);
@@ -192,7 +205,7 @@ describe("DockerRuntime", () => {
   // Provided by test/support/docker-setup.ts (the globalSetup); absent when it is not wired.
   const droidImage = inject("droidImage");
   it.skipIf(droidImage === undefined)(
-    "droid image holds the bundles, runs the runner, as droid in the project's volume",
+    "droid image holds the bundles, runs the runner, as root in the project's volume",
     async () => {
       sessionCounter += 1;
       const workload = await runtime(
@@ -212,7 +225,7 @@ describe("DockerRuntime", () => {
       const image = await report("image");
       expect(image.files).toEqual(expect.arrayContaining(["container-client.mjs", "scripted-droid.mjs"]));
       // The project's volume is where everything runs, whatever the image's WORKDIR.
-      expect(image).toMatchObject({ cwd: "/workspace", user: "droid" });
+      expect(image).toMatchObject({ cwd: "/workspace", user: "root" });
       expect(JSON.parse(String(image.agent))).toEqual(["node", "/opt/oubliette/scripted-droid.mjs"]);
       const config = await engine.docker.getImage(droidImage ?? "").inspect();
       expect(config.Config.Cmd).toEqual(["node", "/opt/oubliette/container-client.mjs", "runner"]);
@@ -265,7 +278,7 @@ describe("DockerRuntime", () => {
   });
 });
 
-/** A host-side relay.sock answering each line with `pong:<line>`, reachable by uid 1000. */
+/** A host-side relay.sock answering each line with `pong:<line>`, reachable by the container's root. */
 async function serveRelaySocket(path: string): Promise<Server> {
   const server = createServer((socket) => {
     socket.setEncoding("utf8");

@@ -35,10 +35,12 @@ function launch(rt: ProcessRuntime, env: Record<string, string> = {}): Promise<W
     runnerToken: "secret",
     socketDir,
     workspacesDir,
+    homesDir: join(socketDir, "homes"),
     env,
     limits: { memoryMb: 256, cpus: 1, pids: 64 },
     isolation: false,
     ephemeral: false,
+    tmpMb: 16,
   });
 }
 
@@ -60,7 +62,7 @@ describe("ProcessRuntime", () => {
       const env = await report("env");
       expect(env).toMatchObject({
         CUSTOM: "x y $z",
-        OUBLIETTE_SOCKET: `${socketDir}/relay.sock`,
+        OUBLIETTE_SOCKET: `${socketDir}/runner/relay.sock`,
         OUBLIETTE_RUNNER_TOKEN: "secret",
         OUBLIETTE_PROJECT_ID: "prj_000000000000000000000001",
         OUBLIETTE_RUNNER_EXIT_WITH_PARENT: "1",

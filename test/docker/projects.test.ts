@@ -33,6 +33,8 @@ import { FakeWorker } from "../support/fake-worker.js";
 
 const logger = createLogger({ name: "projects-test", level: process.env.OUBLIETTE_LOG_LEVEL ?? "silent" });
 const hostId = `projects-test-${process.pid}`;
+/** Plain measured volumes: this file is about containers and sessions, not disk bounds. */
+const TEST_DISK = { mode: "measured", defaultMb: 4096, checkMs: 5_000, minFreeMb: 0, tmpMb: 16 } as const;
 const run = process.pid.toString(16).padStart(8, "0");
 const projectId = (n: number) => `prj_${run}${n.toString(16).padStart(16, "0")}`;
 const sessionId = (n: number) => `ses_${run}${n.toString(16).padStart(16, "0")}`;
@@ -131,6 +133,7 @@ beforeAll(async () => {
     maxSessions: 8,
     maxProjects: 4,
     models: new ModelProxy({ keys: loadModelKeys({}), logger }),
+    disk: TEST_DISK,
     logger,
     timing: { heartbeatMs: 5_000, maxReconnectDelayMs: 1_000 },
   });
@@ -173,17 +176,19 @@ describe("a project's container", () => {
       Memory: 256 * 1024 * 1024,
       PidsLimit: 256,
       NanoCpus: 1e9,
+      CapAdd: ["SETUID", "SETGID", "KILL"],
+      ReadonlyRootfs: true,
     });
-    expect(info.Config.User).toBe("1000:1000");
-
-    expect(await fs(sessionId(1), 1, { action: "whoami" })).toMatchObject({
-      cwd: "/workspace/default",
-      uid: 1000,
-    });
-    expect(await fs(sessionId(2), 1, { action: "whoami" })).toMatchObject({
-      cwd: "/workspace/second",
-      uid: 1000,
-    });
+    // The runner is root (with nothing but those capabilities); each session is a uid of its own,
+    // in the project's group.
+    expect(info.Config.User).toBe("0:0");
+    const one = await fs(sessionId(1), 1, { action: "whoami" });
+    const two = await fs(sessionId(2), 1, { action: "whoami" });
+    expect(one).toMatchObject({ cwd: "/workspace/default", gid: 1000 });
+    expect(two).toMatchObject({ cwd: "/workspace/second", gid: 1000 });
+    expect(one.uid).toBeGreaterThanOrEqual(30_000);
+    expect(two.uid).toBeGreaterThanOrEqual(30_000);
+    expect(one.uid).not.toBe(two.uid);
     expect(
       await fs(sessionId(1), 2, { action: "write", path: "hello.txt", text: "from session one" }),
     ).toMatchObject({ ok: true });
@@ -307,7 +312,7 @@ describe("a project's container", () => {
     expect(await call<{ started: boolean }>("project_ensure", { project_id: P, spec: spec() })).toMatchObject(
       { started: true },
     );
-    expect(existsSync(join(socketDir, P, "relay.sock"))).toBe(true);
+    expect(existsSync(join(socketDir, P, "runner", "relay.sock"))).toBe(true);
     await call("project_remove", { project_id: P });
     expect(await containers(P)).toEqual([]);
     expect(existsSync(join(socketDir, P))).toBe(false);
@@ -320,11 +325,11 @@ describe("workspace isolation", () => {
   const P = projectId(2);
   const iso = spec({ workspace_isolation: true });
 
-  it("gives each workspace its uid: one agent cannot see another's workspace, root exec can", async () => {
+  it("gives each workspace its group: one agent cannot see another's workspace, exec can", async () => {
     const ensured = await call<{ container_id: string }>("project_ensure", { project_id: P, spec: iso });
     const info = await docker.getContainer(ensured.container_id).inspect();
     expect(info.Config.User).toBe("0:0");
-    expect(info.HostConfig.CapAdd).toEqual(["SETUID", "SETGID"]);
+    expect(info.HostConfig.CapAdd).toEqual(["SETUID", "SETGID", "KILL"]);
     expect(info.HostConfig.SecurityOpt).toEqual(["no-new-privileges"]);
     await call("workspace_create", { project_id: P, workspace_id: "alpha" });
     await call("workspace_create", { project_id: P, workspace_id: "beta" });
@@ -333,10 +338,18 @@ describe("workspace isolation", () => {
     const a = await fs(sessionId(11), 1, { action: "whoami" });
     const b = await fs(sessionId(12), 1, { action: "whoami" });
     expect(a).toMatchObject({ cwd: "/workspace/alpha" });
-    expect(a.uid).toBeGreaterThanOrEqual(20_000);
-    expect(b.uid).toBeGreaterThanOrEqual(20_000);
+    expect(a.uid).toBeGreaterThanOrEqual(30_000);
+    expect(b.uid).toBeGreaterThanOrEqual(30_000);
     expect(a.uid).not.toBe(b.uid);
-    expect(statSync(join(dataDir, "projects", P, "workspaces", "beta")).uid).toBe(b.uid);
+    expect(a.gid).toBeGreaterThanOrEqual(20_000);
+    expect(b.gid).toBeGreaterThanOrEqual(20_000);
+    expect(a.gid).not.toBe(b.gid);
+    const beta = statSync(join(dataDir, "projects", P, "volume", "workspaces", "beta"));
+    expect({ uid: beta.uid, gid: beta.gid, mode: beta.mode & 0o7777 }).toEqual({
+      uid: 0,
+      gid: b.gid,
+      mode: 0o2770,
+    });
     expect(await fs(sessionId(12), 2, { action: "write", path: "secret.txt", text: "beta's" })).toMatchObject(
       { ok: true },
     );
@@ -352,11 +365,11 @@ describe("workspace isolation", () => {
       ok: false,
       code: "EACCES",
     });
-    const root = await call<{ stdout: string }>("container_exec", {
+    const exec = await call<{ stdout: string }>("container_exec", {
       project_id: P,
       command: node("process.stdout.write(require('fs').readdirSync('/workspace/beta').join(','))"),
     });
-    expect(root.stdout).toBe("secret.txt");
+    expect(exec.stdout).toBe("secret.txt");
   });
 });
 
@@ -369,7 +382,7 @@ describe("workspaces on the host", () => {
       path: "/workspace/repo",
       git: "init",
     });
-    const repo = join(dataDir, "projects", P, "workspaces", "repo");
+    const repo = join(dataDir, "projects", P, "volume", "workspaces", "repo");
     expect(statSync(join(repo, ".git")).uid).toBe(1000);
     expect(statSync(join(repo, ".git", "HEAD")).uid).toBe(1000);
     // Idempotent: an existing workspace is left alone.
@@ -415,11 +428,11 @@ describe("workspaces on the host", () => {
         remote_url: "file:///does/not/exist",
       }),
     ).toBe("exec_failed");
-    expect(existsSync(join(dataDir, "projects", P, "workspaces", "nowhere"))).toBe(false);
+    expect(existsSync(join(dataDir, "projects", P, "volume", "workspaces", "nowhere"))).toBe(false);
   });
 
   it("reads inside a workspace only: no '..', no absolute path, no symlink out", async () => {
-    const ws = join(dataDir, "projects", P, "workspaces", "default");
+    const ws = join(dataDir, "projects", P, "volume", "workspaces", "default");
     mkdirSync(join(ws, "changes", "add-thing"), { recursive: true });
     writeFileSync(join(ws, "changes", "add-thing", "proposal.md"), "# Add a thing\n");
     symlinkSync("/etc", join(ws, "escape"));
@@ -495,6 +508,7 @@ describe("a host-agent restart", () => {
         socketRoot: socketDir,
         maxSessions: 8,
         maxProjects: 4,
+        disk: TEST_DISK,
         models: new ModelProxy({ keys: loadModelKeys({}), logger }),
         logger,
         timing: { heartbeatMs: 5_000, maxReconnectDelayMs: 1_000 },

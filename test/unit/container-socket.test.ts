@@ -226,7 +226,7 @@ describe("RelaySocketServer", () => {
       expect((await c.hello()).result).toEqual({
         session_id: SESSION,
         project_id: PROJECT,
-        protocol_version: 3,
+        protocol_version: 4,
       });
     } finally {
       await again.close();
@@ -240,7 +240,7 @@ describe("RelaySocketServer", () => {
     c.request(2, "ping");
     expect((await c.response(2)).result).toEqual({});
     const hello = await c.hello();
-    expect(hello.result).toEqual({ session_id: SESSION, project_id: PROJECT, protocol_version: 3 });
+    expect(hello.result).toEqual({ session_id: SESSION, project_id: PROJECT, protocol_version: 4 });
     c.request(3, "caller_tool", { tool: "echo", arguments: { a: 1 } });
     expect((await c.response(3)).result).toEqual({ echoed: { a: 1 } });
     expect(server.connectionCount).toBe(1);
@@ -531,7 +531,7 @@ describe("RelaySocketServer", () => {
     ];
     expect((await runner.hello("runner", agents)).result).toEqual({
       project_id: PROJECT,
-      protocol_version: 3,
+      protocol_version: 4,
     });
     runner.send({
       jsonrpc: "2.0",

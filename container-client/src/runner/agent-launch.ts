@@ -17,10 +17,11 @@ export interface LaunchSettings {
   scriptedCommand: string[];
   /** How to run the container-client as an MCP server (this very program, in its default mode). */
   mcpCommand: { command: string; args: string[] };
+  /** The socket a session's container-client uses when the host names none (its own, normally). */
   socketPath: string;
   /** The model forwarder's base URL; null when it could not start (CLI runtimes then refuse to start). */
   modelBaseUrl: string | null;
-  /** Where agents' homes are made, one directory per session. */
+  /** Where agents' homes are made, one directory per session, when the host names none. */
   homeRoot: string;
 }
 
@@ -37,6 +38,10 @@ export interface LaunchRequest {
   sessionId: string;
   sessionToken: string;
   cwd: string;
+  /** The session's own socket (its container-client connects there). */
+  socketPath?: string | undefined;
+  /** The session's private home, made by the host for its uid. */
+  home?: string | undefined;
   agent: AgentLaunchSpec;
 }
 
@@ -52,12 +57,13 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       },
     );
   }
+  const home = request.home ?? join(settings.homeRoot, request.sessionId);
   const mcpServer = {
     name: "oubliette",
     command: settings.mcpCommand.command,
     args: settings.mcpCommand.args,
     env: {
-      [AgentEnv.socketPath]: settings.socketPath,
+      [AgentEnv.socketPath]: request.socketPath ?? settings.socketPath,
       [AgentEnv.sessionId]: request.sessionId,
       [AgentEnv.sessionToken]: request.sessionToken,
     },
@@ -67,14 +73,15 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       runtime,
       sessionId: request.sessionId,
       cwd: request.cwd,
-      home: request.cwd,
+      home,
       model: request.agent.model ?? "scripted",
       modelBaseUrl: settings.modelBaseUrl ?? "",
       modelToken: request.agent.model_token ?? "",
       command: settings.scriptedCommand,
       mcpServer,
     });
-    return { runtime, driver, launch: driver.launch() };
+    const launch = driver.launch();
+    return { runtime, driver, launch: { ...launch, env: { ...launch.env, HOME: home } }, home };
   }
   const cli = CLI_RUNTIMES[runtime];
   const missing = cli.command.find((part) => isAbsolute(part) && !existsSync(part));
@@ -101,7 +108,6 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       reason: "invalid",
     });
   }
-  const home = join(settings.homeRoot, request.sessionId);
   const driver = factory({
     runtime,
     sessionId: request.sessionId,

@@ -57,6 +57,11 @@ export class AgentSlot {
     return this.#o.sessionToken;
   }
 
+  /** The uid the agent runs as (none: the runner's own, under the process runtime). */
+  get uid(): number | undefined {
+    return this.#o.uid;
+  }
+
   get running(): boolean {
     return this.#agent?.running === true;
   }
@@ -82,6 +87,8 @@ export class AgentSlot {
       signal: this.#exit?.signal ?? null,
       delivered_message_seq: this.#agent?.deliveredSeq ?? 0,
       ...(this.#o.launch.modelToken !== undefined ? { model_token: this.#o.launch.modelToken } : {}),
+      ...(this.#o.uid !== undefined ? { uid: this.#o.uid } : {}),
+      ...(this.#o.gid !== undefined ? { gid: this.#o.gid } : {}),
     };
   }
 

@@ -6,13 +6,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
+import { MODEL_SOCKET_NAME } from "../../../protocol/container-layout.js";
 import { parseJson } from "../../../protocol/json.js";
-import {
-  AgentEnv,
-  DEFAULT_SOCKET_PATH,
-  MODEL_SOCKET_NAME,
-  RUNNER_ONLY_ENV,
-} from "../../../protocol/socket.js";
+import { AgentEnv, DEFAULT_SOCKET_PATH, RUNNER_ONLY_ENV } from "../../../protocol/socket.js";
 import { ModelForwarder } from "./model-forwarder.js";
 import { Runner } from "./runner.js";
 
@@ -33,6 +29,8 @@ export async function runRunner(log: Logger): Promise<void> {
     );
     process.exit(2);
   }
+  // Sessions of one workspace are different uids in one group: what they make is the group's too.
+  process.umask(0o002);
   // Agents get our environment minus what only the runner may see (its secret above all).
   const agentEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {
@@ -57,6 +55,7 @@ export async function runRunner(log: Logger): Promise<void> {
       homeRoot: join(tmpdir(), "oubliette-agents"),
     },
     agentEnv,
+    separateSessions: env[AgentEnv.separateSessions] === "1",
     logger: log,
     // Agents' stderr joins ours, so the container's logs show what each session's agent did.
     echo: (line) => process.stderr.write(`${line}\n`),

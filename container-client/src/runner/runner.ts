@@ -12,6 +12,7 @@
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { type AgentEvent, batchEvents } from "../../../protocol/agent-events.js";
+import { CONTAINER_GIT_ENV } from "../../../protocol/container-layout.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
@@ -24,11 +25,13 @@ import {
   AgentStartParamsSchema,
   AgentStopParamsSchema,
   MAX_AGENTS_PER_RUNNER,
+  PingParamsSchema,
   SocketMethod,
 } from "../../../protocol/socket.js";
 import { SocketSession } from "../socket/socket-session.js";
 import { type LaunchSettings, prepareLaunch } from "./agent-launch.js";
 import { AgentSlot } from "./agent-slot.js";
+import { killUidProcesses } from "./uid-sweep.js";
 
 export interface RunnerOptions {
   socketPath: string;
@@ -38,6 +41,8 @@ export interface RunnerOptions {
   launch: LaunchSettings;
   /** The environment every agent starts from (the runner's, minus what only it may see). */
   agentEnv: Record<string, string>;
+  /** Every agent must run as a uid of its own (a container): an agent_start without one is refused. */
+  separateSessions?: boolean;
   logger: Logger;
   /** Writes one line to the runner's own output (an agent's stderr, prefixed with its session). */
   echo?(line: string): void;
@@ -94,6 +99,8 @@ export class Runner {
   }
 
   #serve(peer: RpcPeer): void {
+    // The host-agent's liveness check: a runner that stops answering is replaced.
+    peer.handle(SocketMethod.ping, PingParamsSchema, () => ({}));
     peer.handle(SocketMethod.agentStart, AgentStartParamsSchema, async (params) => {
       const agent = await this.#slotFor(params).start();
       return { pid: agent.pid };
@@ -109,6 +116,13 @@ export class Runner {
       const slot = this.#slots.get(params.session_id);
       this.#log.info({ session: params.session_id, reason: params.reason }, "asked to stop an agent");
       const exit = slot ? await slot.stop(params.grace_ms) : { exitCode: null, signal: null };
+      // Whatever the agent left behind (a daemon it forked off its group) goes with the session:
+      // the uid is the session's alone, and may be handed out again much later.
+      const uid = slot?.uid;
+      if (uid !== undefined) {
+        const killed = await killUidProcesses(uid);
+        if (killed > 0) this.#log.info({ session: params.session_id, uid, killed }, "ended stray processes");
+      }
       // The host-agent ended the session: nobody will store (or acknowledge) its last events.
       if (slot && this.#slots.get(params.session_id) === slot) this.#slots.delete(params.session_id);
       return { exit_code: exit.exitCode, signal: exit.signal };
@@ -132,6 +146,13 @@ export class Runner {
         throw new RpcError(RpcErrorCode.InvalidParams, "agent_start: another secret for a known session");
       return known;
     }
+    // In a container the runner never hands its own identity (and what it can read) to an agent.
+    if (this.#o.separateSessions && (params.uid === undefined || params.gid === undefined)) {
+      throw new RpcError(
+        RpcErrorCode.InvalidParams,
+        "agent_start: in this container every agent needs a uid and gid of its own",
+      );
+    }
     if (this.#slots.size >= MAX_AGENTS_PER_RUNNER) {
       throw new RpcError(
         RpcErrorCode.ServerError,
@@ -146,6 +167,8 @@ export class Runner {
       sessionId: params.session_id,
       sessionToken: params.session_token,
       cwd: params.cwd,
+      socketPath: params.env?.[AgentEnv.socketPath],
+      home: params.home,
       agent: AgentLaunchSpecSchema.parse(params.agent ?? { runtime: "scripted" }),
     });
     const slot = new AgentSlot({
@@ -154,11 +177,10 @@ export class Runner {
       launch,
       env: {
         ...this.#o.agentEnv,
+        ...CONTAINER_GIT_ENV,
         ...params.env,
         [AgentEnv.sessionId]: params.session_id,
         [AgentEnv.sessionToken]: params.session_token,
-        // Isolated agents cannot write the image's home; their workspace is theirs.
-        ...(params.uid !== undefined ? { HOME: params.cwd } : {}),
       },
       cwd: params.cwd,
       uid: params.uid,

@@ -10,6 +10,7 @@ import { ReconnectBackoff } from "../../../lib/backoff.js";
 import type { Logger } from "../../../lib/log.js";
 import { LineConnection } from "../../../lib/rpc/line-connection.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import { withSocketPath } from "../../../lib/unix-path.js";
 import { Limits } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { type HelloParams, HelloResultSchema, SocketMethod } from "../../../protocol/socket.js";
@@ -150,8 +151,13 @@ export class SocketSession {
 }
 
 function openSocket(path: string, timeoutMs: number): Promise<Socket> {
+  // A host path (the process runtime) may be too long for the kernel's socket names.
+  return withSocketPath(path, (usable) => connectTo(usable, path, timeoutMs));
+}
+
+function connectTo(usable: string, path: string, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect(path);
+    const socket = connect(usable);
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`connecting to ${path} timed out`));

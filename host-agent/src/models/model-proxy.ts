@@ -19,6 +19,7 @@ import {
 } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Logger } from "../../../lib/log.js";
+import { withSocketPath } from "../../../lib/unix-path.js";
 import type { ModelProvider } from "../../../protocol/agent-runtimes.js";
 import type { ModelKeys } from "./model-keys.js";
 import { costOf } from "./prices.js";
@@ -81,14 +82,18 @@ export class ModelProxy {
     });
     server.requestTimeout = 0;
     server.headersTimeout = 60_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(path, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    // The container's users (uid 1000, or a workspace's uid) connect to it.
+    await withSocketPath(
+      path,
+      (usable) =>
+        new Promise<void>((resolve, reject) => {
+          server.once("error", reject);
+          server.listen(usable, () => {
+            server.off("error", reject);
+            resolve();
+          });
+        }),
+    );
+    // Its directory decides who reaches it (the runner's, root's alone, where the host can say so).
     await chmod(path, 0o666);
     return () => closeServer(server);
   }

@@ -1,8 +1,9 @@
 /**
  * The projects on this host and the sessions in them: what the host channel's requests act on.
- * It holds the host's capacity (`--max-projects` containers, `--max-sessions` sessions), refuses
- * what this host cannot enforce (workspace isolation without root, or under the process
- * runtime), and finds the projects an earlier run left behind.
+ * It holds the host's capacity (`--max-projects` containers, `--max-sessions` sessions, and its
+ * disk: no new work while the data disk is nearly full), refuses what this host cannot enforce
+ * (workspace isolation without root, or under the process runtime), and finds the projects an
+ * earlier run left behind.
  */
 import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
@@ -18,6 +19,8 @@ import type {
   HostProject,
   WorkspaceReadResult,
 } from "../../../protocol/tunnel-projects.js";
+import type { DiskSettings } from "../disk/disk-settings.js";
+import { checkHostDisk } from "../disk/host-disk.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime } from "../runtime/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
@@ -40,6 +43,8 @@ export interface ProjectManagerOptions {
   maxProjects: number;
   /** The host's model proxy (keys stay in it). */
   models: ModelProxy;
+  /** How projects' disk use is bounded here. */
+  disk: DiskSettings;
   logger: Logger;
   timing?: TunnelTiming | undefined;
   /** Whether this process runs as root (it can give workspace directories to their uids). */
@@ -88,6 +93,7 @@ export class ProjectManager {
         paths: new ProjectPaths(this.#o.dataDir, this.#o.socketRoot, projectId),
         runtime: this.#o.runtime,
         ownership: this.#ownership,
+        disk: this.#o.disk,
         workerUrl: this.#o.workerUrl,
         hostToken: this.#o.hostToken,
         hostId: this.#o.hostId,
@@ -106,6 +112,7 @@ export class ProjectManager {
     this.#checkIsolation(spec);
     const project = this.project(projectId);
     if (!project.running) {
+      await checkHostDisk(this.#o.dataDir, this.#o.disk.minFreeMb);
       const running = [...this.#projects.values()].filter((p) => p.running).length;
       if (running >= this.#o.maxProjects) {
         throw new HostError(
@@ -130,12 +137,15 @@ export class ProjectManager {
     return this.project(projectId).refresh(spec);
   }
 
-  createWorkspace(
+  async createWorkspace(
     projectId: string,
     workspaceId: string,
-    options: { initGit: boolean; remoteUrl?: string | undefined },
+    options: { initGit: boolean; remoteUrl?: string | undefined; diskMb?: number | undefined },
   ): Promise<CreatedWorkspace> {
-    return this.project(projectId).workspaces.create(workspaceId, options);
+    await checkHostDisk(this.#o.dataDir, this.#o.disk.minFreeMb);
+    const project = this.project(projectId);
+    await project.prepareVolume(options.diskMb);
+    return project.workspaces.create(workspaceId, options);
   }
 
   async deleteWorkspace(projectId: string, workspaceId: string): Promise<void> {
@@ -182,6 +192,7 @@ export class ProjectManager {
         `this host already runs ${this.#sessions.size} of ${this.#o.maxSessions} sessions`,
       );
     }
+    await checkHostDisk(this.#o.dataDir, this.#o.disk.minFreeMb);
     const ephemeral = params.project_id === undefined;
     const projectId = params.project_id ?? ownProjectId(params.session_id);
     const spec = params.project ?? ProjectSpecSchema.parse({ image: params.spec.image });

@@ -1,29 +1,58 @@
 /**
  * What a host remembers of a project between runs, in `project.json`: whether its workspaces are
- * isolated, and each workspace's stable index (its uid is ISOLATED_UID_BASE + index), so a
- * workspace keeps its owner across container restarts and host-agent upgrades.
+ * isolated, each workspace's stable index (its group is derived from it), and each session's
+ * index (its uid is derived from it), so identities survive container restarts and host-agent
+ * upgrades. The file is a stored wire shape: parsed by a schema, versioned, migrated in one place.
  */
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { z } from "zod";
+import { Identities } from "../../../protocol/container-layout.js";
 import { parseJson } from "../../../protocol/json.js";
 
-/** First uid of isolated workspaces; far from the image's users (droid is 1000). */
-export const ISOLATED_UID_BASE = 20_000;
-/** Most workspaces with their own uid per project. */
-export const MAX_WORKSPACE_INDEX = 40_000;
+const RECORD_VERSION = 2;
 
 const ProjectRecordSchema = z.object({
+  version: z.literal(RECORD_VERSION),
   isolation: z.boolean(),
-  workspaces: z.record(z.string(), z.number().int().min(0).max(MAX_WORKSPACE_INDEX)),
+  workspaces: z.record(z.string(), z.number().int().min(0).max(Identities.maxWorkspaceIndex)),
+  /** Sessions that run (or ran and may be re-adopted) here, and their uid index. */
+  sessions: z.record(z.string(), z.number().int().min(0)),
+  /** The next session index to hand out (never reused while the count lasts). */
+  next_session: z.number().int().min(0),
+  /** The disk bound the project's volume was made with (MiB), in filesystem mode. */
+  disk_mb: z.number().int().positive().optional(),
 });
 export type ProjectRecord = z.infer<typeof ProjectRecordSchema>;
+
+/** Version 1: no version field, no sessions (agents ran as the workspaces' uids). */
+const RecordV1Schema = z.object({
+  isolation: z.boolean(),
+  workspaces: z.record(z.string(), z.number().int().min(0)),
+});
+
+function fresh(): ProjectRecord {
+  return { version: RECORD_VERSION, isolation: false, workspaces: {}, sessions: {}, next_session: 0 };
+}
+
+/** Reads any known version into the current one; an unreadable file is a fresh record. */
+export function migrateRecord(value: unknown): ProjectRecord {
+  const current = ProjectRecordSchema.safeParse(value);
+  if (current.success) return current.data;
+  const v1 = RecordV1Schema.safeParse(value);
+  if (v1.success) {
+    const workspaces = Object.fromEntries(
+      Object.entries(v1.data.workspaces).filter(([, index]) => index <= Identities.maxWorkspaceIndex),
+    );
+    return { ...fresh(), isolation: v1.data.isolation, workspaces };
+  }
+  return fresh();
+}
 
 /** The record at `path`, or a fresh one when there is none (or it cannot be read as one). */
 export async function readRecord(path: string): Promise<ProjectRecord> {
   const text = await readFile(path, "utf8").catch(() => null);
   const json = text === null ? null : parseJson(text);
-  const parsed = ProjectRecordSchema.safeParse(json?.ok ? json.value : undefined);
-  return parsed.success ? parsed.data : { isolation: false, workspaces: {} };
+  return migrateRecord(json?.ok ? json.value : undefined);
 }
 
 /** Writes the record atomically (a crash leaves the old one or the new one, never half). */
@@ -34,12 +63,28 @@ export async function writeRecord(path: string, record: ProjectRecord): Promise<
 }
 
 /** The index of `workspaceId`, allocating the next free one (recorded by the caller). */
-export function indexOf(record: ProjectRecord, workspaceId: string): number {
+export function workspaceIndex(record: ProjectRecord, workspaceId: string): number {
   const known = record.workspaces[workspaceId];
   if (known !== undefined) return known;
   const used = Object.values(record.workspaces);
   const next = used.length === 0 ? 0 : Math.max(...used) + 1;
-  if (next > MAX_WORKSPACE_INDEX) throw new Error("this project has used up its workspace uids");
+  if (next > Identities.maxWorkspaceIndex) throw new Error("this project has used up its workspace groups");
   record.workspaces[workspaceId] = next;
+  return next;
+}
+
+/**
+ * The index of `sessionId`, allocating the next one (recorded by the caller). An index whose uid
+ * a live session holds is skipped, so two sessions never share a uid even after the count wraps.
+ */
+export function sessionIndex(record: ProjectRecord, sessionId: string): number {
+  const known = record.sessions[sessionId];
+  if (known !== undefined) return known;
+  const live = new Set(Object.values(record.sessions).map((i) => i % Identities.sessionUidCount));
+  if (live.size >= Identities.sessionUidCount) throw new Error("this project runs too many sessions");
+  let next = record.next_session;
+  while (live.has(next % Identities.sessionUidCount)) next += 1;
+  record.sessions[sessionId] = next;
+  record.next_session = next + 1;
   return next;
 }

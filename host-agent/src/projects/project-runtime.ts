@@ -1,18 +1,19 @@
 /**
- * One project on this host: its container (the "box", started on demand and re-adopted after a
- * host-agent restart), the container's socket, the runner in it, and the sessions running as
- * agent processes inside it, each bound to the socket by its own secret. Lifecycle changes
- * (ensure, stop, refresh, remove) run one at a time.
+ * One project on this host: its volume (bounded), its container (the "box", started on demand and
+ * re-adopted after a host-agent restart), the container's sockets, the runner in it, and the
+ * sessions running as agent processes inside it, each as a uid of its own and bound to a socket
+ * of its own. Lifecycle changes (ensure, stop, refresh, remove) run one at a time.
  */
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { agentImageRef } from "../../../protocol/agent-runtimes.js";
 import { failureToRpcError } from "../../../protocol/caller-tools.js";
+import { Identities, sessionSocketPath } from "../../../protocol/container-layout.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
-import { AgentEnv, MODEL_SOCKET_NAME } from "../../../protocol/socket.js";
+import { AgentEnv } from "../../../protocol/socket.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type {
   ContainerExecParams,
@@ -20,16 +21,22 @@ import type {
   ContainerLogsParams,
   ContainerLogsResult,
 } from "../../../protocol/tunnel-projects.js";
+import type { DiskSettings } from "../disk/disk-settings.js";
+import { DiskWatch, mib } from "../disk/disk-watch.js";
+import { ProjectVolume, type VolumeUsage } from "../disk/project-volume.js";
 import type { ModelProxy } from "../models/model-proxy.js";
-import type { AdoptedProject, AgentRuntime, Workload } from "../runtime/types.js";
+import type { AdoptedProject, AgentRuntime, ExecIdentity, Workload } from "../runtime/types.js";
 import { RunnerLink } from "../sessions/runner-link.js";
 import { SessionRuntime } from "../sessions/session-runtime.js";
-import { RelaySocketServer, SocketSecrets } from "../socket/index.js";
+import type { ContainerHandlers } from "../socket/index.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
+import { ContainerSockets } from "./container-sockets.js";
 import { HostError } from "./errors.js";
 import { resolveLimits } from "./limits.js";
 import type { OwnershipMode } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
+import { RecordStore } from "./record-store.js";
+import { SessionIdentities, type SessionIdentity } from "./session-identity.js";
 import { Workspaces } from "./workspaces.js";
 
 /** Which agent a session runs (default: the scripted droid). */
@@ -42,6 +49,7 @@ export interface ProjectRuntimeOptions {
   paths: ProjectPaths;
   runtime: AgentRuntime;
   ownership: OwnershipMode;
+  disk: DiskSettings;
   workerUrl: string;
   hostToken: string;
   hostId: string;
@@ -55,25 +63,20 @@ export interface ProjectRuntimeOptions {
   onRemoved(projectId: string): void;
 }
 
-/** What serves one incarnation of the container: its sockets, the secrets it takes, its runner. */
-interface Serving {
-  secrets: SocketSecrets;
-  socket: RelaySocketServer;
+/** One incarnation of the project's container, and what serves it. */
+interface Box {
+  sockets: ContainerSockets;
   runner: RunnerLink;
-  /** Closes the model socket (set once it listens). */
-  closeModel: (() => Promise<void>) | null;
-}
-
-async function closeServing(serving: Serving): Promise<void> {
-  await Promise.all([serving.socket.close(), serving.closeModel?.()]);
-  serving.closeModel = null;
-}
-
-/** One incarnation of the project's container. */
-interface Box extends Serving {
-  workload: Workload;
+  /** Settles once the sessions of the runner's latest hello are served again. */
+  adopting: Promise<void>;
+  workload: Workload | null;
   isolation: boolean;
   stopping: boolean;
+}
+
+interface RunningSession {
+  session: SessionRuntime;
+  workspaceId: string;
 }
 
 /** How long a re-adopted container's runner gets to say hello (it retries every second at most). */
@@ -83,7 +86,11 @@ export class ProjectRuntime {
   readonly workspaces: Workspaces;
   readonly #o: ProjectRuntimeOptions;
   readonly #log: Logger;
-  readonly #sessions = new Map<string, { session: SessionRuntime; workspaceId: string }>();
+  readonly #record: RecordStore;
+  readonly #volume: ProjectVolume;
+  readonly #identities: SessionIdentities;
+  readonly #diskWatch: DiskWatch;
+  readonly #sessions = new Map<string, RunningSession>();
   #box: Box | null = null;
   #ephemeral = false;
   #chain: Promise<unknown> = Promise.resolve();
@@ -91,13 +98,27 @@ export class ProjectRuntime {
   constructor(options: ProjectRuntimeOptions) {
     this.#o = options;
     this.#log = options.logger.child({ project: options.projectId });
-    this.workspaces = new Workspaces({
-      paths: options.paths,
+    const { paths } = options;
+    this.#record = new RecordStore(paths.record);
+    this.#volume = new ProjectVolume(paths, options.disk, this.#log);
+    this.#identities = new SessionIdentities({
+      paths,
+      record: this.#record,
       ownership: options.ownership,
-      containerRoot: options.runtime.paths({
-        socketDir: options.paths.socketDir,
-        workspacesDir: options.paths.workspaces,
-      }).workspaceRoot,
+      separate: options.runtime.separatesSessions,
+    });
+    this.#diskWatch = new DiskWatch({
+      volume: this.#volume,
+      intervalMs: options.disk.checkMs,
+      logger: this.#log,
+      onExceeded: (usage) => void this.#diskExceeded(usage),
+    });
+    this.workspaces = new Workspaces({
+      paths,
+      ownership: options.ownership,
+      record: this.#record,
+      containerRoot: this.#workloadPaths().workspaceRoot,
+      volume: () => this.#volume.ensure(),
       logger: this.#log,
     });
   }
@@ -108,20 +129,35 @@ export class ProjectRuntime {
 
   /** Whether the project's container runs (and is not being stopped). */
   get running(): boolean {
-    return this.#box !== null && !this.#box.stopping;
+    return this.#box?.workload != null && !this.#box.stopping;
   }
 
   get containerId(): string | null {
-    return this.#box?.workload.id ?? null;
+    return this.#box?.workload?.id ?? null;
   }
 
   get sessionIds(): string[] {
     return [...this.#sessions.keys()];
   }
 
+  /** How this project's disk use is bounded here, and the bound (MiB). */
+  get disk(): { mode: string; limitMb: number } {
+    return { mode: this.#volume.mode, limitMb: this.#volume.limitMb };
+  }
+
   /** Whether a session of this project works in `workspaceId`. */
   usesWorkspace(workspaceId: string): boolean {
     return [...this.#sessions.values()].some((s) => s.workspaceId === workspaceId && !s.session.closing);
+  }
+
+  /** Makes the project's volume ready with its disk bound (before its workspaces are made). */
+  async prepareVolume(diskMb: number | undefined): Promise<void> {
+    if (diskMb !== undefined) {
+      await this.#record.update((record) => {
+        record.disk_mb = diskMb;
+      });
+    }
+    await this.#volume.ensure(diskMb ?? (await this.#record.read()).disk_mb);
   }
 
   /** Starts the container unless it runs; `ephemeral` marks a project of its own for one v2 session. */
@@ -134,10 +170,11 @@ export class ProjectRuntime {
     return this.#serial(() => this.#stop(reason));
   }
 
-  /** Stops the container and removes its socket directory and every workspace of it here. */
+  /** Stops the container and removes its sockets, its volume and every workspace of it here. */
   remove(): Promise<void> {
     return this.#serial(async () => {
       await this.#stop("the project was removed from this host");
+      await this.#volume.release();
       await rm(this.#o.paths.root, { recursive: true, force: true });
       await rm(this.#o.paths.socketDir, { recursive: true, force: true });
       this.#log.info("project removed");
@@ -161,8 +198,9 @@ export class ProjectRuntime {
   }
 
   /**
-   * Starts a session's agent in the running container, in `/workspace/<workspaceId>`. A CLI agent
-   * gets a placeholder model credential, by which the model proxy knows (and meters) the session.
+   * Starts a session's agent in the running container, in `/workspace/<workspaceId>`, as a uid of
+   * its own. A CLI agent gets a placeholder model credential, by which the model proxy knows (and
+   * meters) the session.
    */
   async startSession(
     sessionId: string,
@@ -172,24 +210,27 @@ export class ProjectRuntime {
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
     const box = this.#box;
-    if (!box || box.stopping) throw new HostError("not_running", "the project's container is not running");
+    if (!box?.workload || box.stopping)
+      throw new HostError("not_running", "the project's container is not running");
     if (!(await this.workspaces.exists(workspaceId)))
       throw new HostError(
         "not_found",
         `workspace ${workspaceId} does not exist in this project on this host`,
       );
-    const uid = box.isolation ? await this.workspaces.uidOf(workspaceId) : null;
-    const paths = this.#o.runtime.paths({
-      socketDir: this.#o.paths.socketDir,
-      workspacesDir: this.#o.paths.workspaces,
-    });
+    const usage = await this.#diskWatch.check();
+    if (usage?.exceeded) throw diskLimitError(usage);
+    const identity = await this.#identities.assign(sessionId, await this.workspaces.gidOf(workspaceId));
+    await this.#identities.makeHome(sessionId, identity);
+    const paths = this.#workloadPaths();
     const modelToken = agent.runtime === "scripted" ? null : `oubm_${randomBytes(24).toString("hex")}`;
     const models = modelToken === null ? null : { token: modelToken, budgetUsd: agent.max_cost_usd };
-    const session = this.#session(box, sessionId, randomBytes(32).toString("hex"), workspaceId, models);
+    const token = randomBytes(32).toString("hex");
+    const session = await this.#session(box, { sessionId, token, ...identity }, workspaceId, models);
     session.start({
       cwd: join(paths.workspaceRoot, workspaceId),
-      env: { ...env, [AgentEnv.socketPath]: paths.socketPath },
-      ...(uid !== null ? { uid, gid: uid } : {}),
+      env: { ...env, [AgentEnv.socketPath]: sessionSocketPath(paths.socketDir, sessionId) },
+      home: join(paths.homesRoot, sessionId),
+      ...(identity.uid !== null && identity.gid !== null ? { uid: identity.uid, gid: identity.gid } : {}),
       agent: {
         runtime: agent.runtime,
         ...(agent.model !== undefined ? { model: agent.model } : {}),
@@ -206,19 +247,12 @@ export class ProjectRuntime {
   /** Serves a container an earlier host-agent left running, and the sessions its runner reports. */
   async adopt(adopted: AdoptedProject): Promise<void> {
     this.#ephemeral = adopted.ephemeral;
-    // Its sessions' secrets come with the runner's hello; clients that are back sooner wait.
-    const serving = this.#serving(adopted.runnerToken, false);
-    await this.#openSocket(serving);
-    const box: Box = {
-      ...serving,
-      workload: adopted.workload,
-      isolation: adopted.isolation,
-      stopping: false,
-    };
-    this.#box = box;
+    await this.prepareVolume(undefined);
+    const box = await this.#openBox(adopted.runnerToken, adopted.isolation);
+    box.workload = adopted.workload;
     this.#watch(box);
     const hello = await box.runner.waitConnected(ADOPT_HELLO_WAIT_MS);
-    box.secrets.settle();
+    await box.adopting;
     this.#log.info({ runner: hello, sessions: this.#sessions.size }, "project re-adopted");
   }
 
@@ -226,164 +260,220 @@ export class ProjectRuntime {
     for (const { session } of this.#sessions.values()) session.reconnectTunnel();
   }
 
-  /** Leaves the container running for the next host-agent: closes the tunnels and the socket. */
+  /** Leaves the container running for the next host-agent: closes the tunnels and the sockets. */
   async detach(): Promise<void> {
+    this.#diskWatch.stop();
     await Promise.all([...this.#sessions.values()].map(({ session }) => session.detach()));
-    if (this.#box) await closeServing(this.#box);
+    if (this.#box) await this.#closeBox(this.#box);
   }
 
+  /** A user's command in the container, as the exec identity (every workspace's group, no secrets). */
   async exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult> {
-    return this.#running().workload.exec(params, signal);
+    const box = this.#running();
+    const identity: ExecIdentity | undefined = this.#o.runtime.separatesSessions
+      ? { uid: Identities.execUid, gid: Identities.projectGid, groups: await this.workspaces.gids() }
+      : undefined;
+    return (box.workload as Workload).exec(params, signal, identity);
   }
 
   async logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {
-    return this.#running().workload.logs(params);
+    return (this.#running().workload as Workload).logs(params);
   }
 
   #running(): Box {
     const box = this.#box;
-    if (!box || box.stopping) throw new HostError("not_running", "the project's container is not running");
+    if (!box?.workload || box.stopping)
+      throw new HostError("not_running", "the project's container is not running");
     return box;
   }
 
+  #workloadPaths() {
+    const { paths } = this.#o;
+    return this.#o.runtime.paths({
+      socketDir: paths.socketDir,
+      workspacesDir: paths.workspaces,
+      homesDir: paths.homes,
+    });
+  }
+
   async #ensure(spec: ProjectSpec, ephemeral: boolean): Promise<{ containerId: string; started: boolean }> {
-    if (this.#box && !this.#box.stopping) return { containerId: this.#box.workload.id, started: false };
+    const current = this.#box;
+    if (current?.workload && !current.stopping) return { containerId: current.workload.id, started: false };
     this.#ephemeral = ephemeral;
     const isolation = spec.workspace_isolation;
+    await this.prepareVolume(spec.limits.disk_mb);
     await this.workspaces.prepare(isolation);
+    await this.#identities.prepareHomes();
     const runnerToken = randomBytes(32).toString("hex");
-    // The socket listens before the runner starts.
-    const serving = this.#serving(runnerToken);
-    await this.#openSocket(serving);
-    let workload: Workload;
+    // The sockets listen before the runner starts.
+    const box = await this.#openBox(runnerToken, isolation);
     try {
-      workload = await this.#o.runtime.launch({
+      box.workload = await this.#o.runtime.launch({
         projectId: this.#o.projectId,
         runnerToken,
         socketDir: this.#o.paths.socketDir,
         workspacesDir: this.#o.paths.workspaces,
+        homesDir: this.#o.paths.homes,
         env: { ...spec.env },
         // Without an image of its own, a project runs in its agent runtime's image.
         image: spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined),
         limits: resolveLimits(spec.limits),
         isolation,
         ephemeral,
+        tmpMb: this.#o.disk.tmpMb,
       });
     } catch (err) {
-      await closeServing(serving);
+      await this.#closeBox(box);
+      this.#box = null;
       await rm(this.#o.paths.socketDir, { recursive: true, force: true });
       throw err;
     }
-    const box: Box = { ...serving, workload, isolation, stopping: false };
-    this.#box = box;
     this.#watch(box);
-    return { containerId: workload.id, started: true };
+    return { containerId: box.workload.id, started: true };
   }
 
   async #stop(reason: string): Promise<void> {
     const box = this.#box;
     if (!box) return;
     box.stopping = true;
+    this.#diskWatch.stop();
     // Each session's object hears why (session_end) before its agent goes with the container.
     await Promise.all([...this.#sessions.values()].map(({ session }) => session.end(reason)));
     await box.workload
-      .stop(reason)
+      ?.stop(reason)
       .catch((err: Error) => this.#log.warn({ err: err.message }, "container stop failed"));
-    await closeServing(box);
+    await this.#closeBox(box);
     await rm(this.#o.paths.socketDir, { recursive: true, force: true });
     if (this.#box === box) this.#box = null;
   }
 
-  #serving(runnerToken: string, settled = true): Serving {
-    const secrets = new SocketSecrets(runnerToken, settled);
+  /** The sockets and runner link of a new incarnation, listening (the box is current from here on). */
+  async #openBox(runnerToken: string, isolation: boolean): Promise<Box> {
     const runner = new RunnerLink({
       logger: this.#log,
-      onAgents: (agents) => this.#onAgents(serving, agents),
-    });
-    const socket = new RelaySocketServer({
-      path: join(this.#o.paths.socketDir, "relay.sock"),
-      projectId: this.#o.projectId,
-      auth: secrets,
-      logger: this.#log,
-      handlers: {
-        callerTool: async (sessionId, request, ctx) => {
-          const entry = this.#sessions.get(sessionId);
-          if (!entry) throw failureToRpcError("session_ended", "the session has ended on this host");
-          return entry.session.callerTool(request, ctx);
-        },
-        oubliette: async (sessionId, method, params, ctx) => {
-          const entry = this.#sessions.get(sessionId);
-          if (!entry) throw failureToRpcError("session_ended", "the session has ended on this host");
-          return entry.session.oubliette(method, params, ctx);
-        },
-        runnerConnected: (connection, agents) => runner.attach(connection, agents),
-        runnerGone: (connection) => runner.detach(connection),
-        agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),
+      onAgents: (agents) => {
+        box.adopting = this.#onAgents(box, agents).catch((err: Error) =>
+          this.#log.error({ err: err.message }, "could not serve the runner's sessions again"),
+        );
       },
     });
-    const serving: Serving = { secrets, socket, runner, closeModel: null };
-    return serving;
+    const sockets = new ContainerSockets({
+      projectId: this.#o.projectId,
+      paths: this.#o.paths,
+      ownership: this.#o.ownership,
+      runnerToken,
+      handlers: this.#handlers(runner),
+      models: this.#o.models,
+      logger: this.#log,
+    });
+    const box: Box = {
+      sockets,
+      runner,
+      adopting: Promise.resolve(),
+      workload: null,
+      isolation,
+      stopping: false,
+    };
+    this.#box = box;
+    await sockets.open();
+    return box;
   }
 
-  async #openSocket(box: Serving): Promise<void> {
-    // Reachable by the container's users (uid 1000, or the workspaces' uids); the socket is 0666.
-    await mkdir(this.#o.paths.socketDir, { recursive: true, mode: 0o711 });
-    await chmod(this.#o.paths.socketDir, 0o711);
-    await box.socket.start();
-    box.closeModel = await this.#o.models.listen(join(this.#o.paths.socketDir, MODEL_SOCKET_NAME));
+  async #closeBox(box: Box): Promise<void> {
+    box.runner.close();
+    await box.sockets.close();
+  }
+
+  #handlers(runner: RunnerLink): ContainerHandlers {
+    const session = (sessionId: string) => {
+      const entry = this.#sessions.get(sessionId);
+      if (!entry) throw failureToRpcError("session_ended", "the session has ended on this host");
+      return entry.session;
+    };
+    return {
+      callerTool: async (sessionId, request, ctx) => session(sessionId).callerTool(request, ctx),
+      oubliette: async (sessionId, method, params, ctx) => session(sessionId).oubliette(method, params, ctx),
+      admitRunner: (connection) => runner.admit(connection),
+      runnerConnected: (connection, agents) => runner.attach(connection, agents),
+      runnerGone: (connection) => runner.detach(connection),
+      agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),
+    };
   }
 
   /** The runner reported its agents: sessions this host does not know yet are re-adopted. */
-  #onAgents(box: Serving, agents: RunnerAgent[]): void {
+  async #onAgents(box: Box, agents: RunnerAgent[]): Promise<void> {
     for (const agent of agents) {
       if (this.#sessions.has(agent.session_id) || agent.status === "idle") continue;
+      const identity = await this.#identities.known(agent.session_id, {
+        uid: agent.uid ?? null,
+        gid: agent.gid ?? null,
+      });
       // Its budget is not known here after a restart; its usage goes on being counted.
       const models = agent.model_token !== undefined ? { token: agent.model_token } : null;
-      const session = this.#session(box, agent.session_id, agent.session_token, null, models);
+      const peer = { sessionId: agent.session_id, token: agent.session_token, ...identity };
+      const session = await this.#session(box, peer, null, models);
       session.adopt(agent);
     }
-    box.secrets.settle();
   }
 
-  #session(
-    box: Serving,
-    sessionId: string,
-    token: string,
+  async #session(
+    box: Box,
+    peer: { sessionId: string; token: string } & SessionIdentity,
     workspaceId: string | null,
     models: { token: string; budgetUsd?: number | undefined } | null,
-  ): SessionRuntime {
+  ): Promise<SessionRuntime> {
+    const { sessionId } = peer;
     const session = new SessionRuntime({
       models: models && { proxy: this.#o.models, ...models },
       sessionId,
-      sessionToken: token,
+      sessionToken: peer.token,
       workerUrl: this.#o.workerUrl,
       hostToken: this.#o.hostToken,
       hostId: this.#o.hostId,
       logger: this.#log,
       timing: this.#o.timing,
       runner: box.runner,
-      pushConfig: (config) => box.socket.setCallerToolsConfig(sessionId, config),
-      pushToolsChanged: () => box.socket.oublietteToolsChanged(sessionId),
-      onClosed: (id) => this.#sessionClosed(box, id),
+      pushConfig: (config) => box.sockets.setCallerToolsConfig(sessionId, config),
+      pushToolsChanged: () => box.sockets.oublietteToolsChanged(sessionId),
+      onClosed: (id) => void this.#sessionClosed(box, id),
     });
-    box.secrets.addSession(sessionId, token);
     // A re-adopted session's workspace is not known here; it blocks no workspace deletion.
     this.#sessions.set(sessionId, { session, workspaceId: workspaceId ?? "" });
     this.#o.onSessionOpened(sessionId);
+    await box.sockets.openSession(peer);
     return session;
   }
 
-  #sessionClosed(box: Serving, sessionId: string): void {
-    box.secrets.removeSession(sessionId);
-    box.socket.dropSession(sessionId);
+  async #sessionClosed(box: Box, sessionId: string): Promise<void> {
     this.#sessions.delete(sessionId);
     this.#o.onSessionClosed(sessionId);
+    await box.sockets.closeSession(sessionId);
+    await this.#identities
+      .release(sessionId)
+      .catch((err: Error) => this.#log.warn({ err: err.message }, "could not release a session's home"));
     // A v2 session's own project goes with it, as its container did.
     if (this.#ephemeral && this.#sessions.size === 0 && this.#box?.stopping === false) void this.remove();
   }
 
+  /** The project reached its disk bound: its agents stop (each session hears why); the workspace stays. */
+  async #diskExceeded(usage: VolumeUsage): Promise<void> {
+    const error = diskLimitError(usage);
+    const notice = {
+      type: "disk_limit" as const,
+      used_mb: mib(usage.usedBytes),
+      limit_mb: mib(usage.limitBytes),
+      message: error.message,
+    };
+    await Promise.all(
+      [...this.#sessions.values()].map(({ session }) => session.end(`disk_limit: ${error.message}`, notice)),
+    );
+  }
+
   #watch(box: Box): void {
-    void box.workload.exited.then(async (exit) => {
+    const workload = box.workload;
+    if (!workload) return;
+    this.#diskWatch.start();
+    void workload.exited.then(async (exit) => {
       if (box.stopping || this.#box !== box) return;
       const how = exit.exitCode === null ? "unknown" : String(exit.exitCode);
       this.#log.warn({ exit_code: exit.exitCode }, "the project's container ended");
@@ -397,4 +487,12 @@ export class ProjectRuntime {
     this.#chain = next.catch(() => {});
     return next;
   }
+}
+
+function diskLimitError(usage: VolumeUsage): HostError {
+  return new HostError(
+    "disk_limit",
+    `the project uses ${mib(usage.usedBytes)} MiB of its ${mib(usage.limitBytes)} MiB disk bound; ` +
+      "its agents are stopped and new sessions refused until space is freed (its workspaces stay)",
+  );
 }

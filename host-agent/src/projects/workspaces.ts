@@ -2,25 +2,30 @@
  * A project's workspaces on this host: directories in its volume, each with the owner its
  * container needs (see ownership.ts), the `default` one made with the project. Creating one may
  * run git for it (on the host, which has the network); deleting one removes it with everything
- * in it. The record of workspace uids is kept in `project.json`.
+ * in it. Each workspace's group index is kept in `project.json`.
  */
 import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import { posix } from "node:path";
 import type { Logger } from "../../../lib/log.js";
+import { workspaceGid } from "../../../protocol/container-layout.js";
 import { DEFAULT_WORKSPACE_ID, WORKSPACE_ID_PATTERN } from "../../../protocol/ids.js";
 import type { WorkspaceReadResult } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "./errors.js";
 import { gitClone, gitInit } from "./git.js";
-import { claim, claimTree, type OwnershipMode, rootOwner, workspaceOwner } from "./ownership.js";
+import { claim, claimTree, type OwnershipMode, ownerOf } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
-import { ISOLATED_UID_BASE, indexOf, readRecord, writeRecord } from "./project-record.js";
+import { workspaceIndex } from "./project-record.js";
+import type { RecordStore } from "./record-store.js";
 import { readWorkspace } from "./workspace-read.js";
 
 export interface WorkspacesOptions {
   paths: ProjectPaths;
   ownership: OwnershipMode;
+  record: RecordStore;
   /** /workspace as the project's workload sees it. */
   containerRoot: string;
+  /** Makes the project's volume ready (mounted) before anything touches it. */
+  volume(): Promise<void>;
   logger: Logger;
 }
 
@@ -31,8 +36,6 @@ export interface CreatedWorkspace {
 
 export class Workspaces {
   readonly #o: WorkspacesOptions;
-  /** One change of the record at a time (uids are allocated from it). */
-  #recordChain: Promise<unknown> = Promise.resolve();
 
   constructor(options: WorkspacesOptions) {
     this.#o = options;
@@ -49,37 +52,43 @@ export class Workspaces {
    */
   async prepare(isolation: boolean): Promise<void> {
     const { paths } = this.#o;
+    await this.#o.volume();
     await mkdir(paths.workspaces, { recursive: true });
-    await this.#updateRecord(async (record) => {
+    await this.#o.record.update((record) => {
       record.isolation = isolation;
     });
-    await claim(paths.workspaces, rootOwner(this.#o.ownership, isolation));
+    await claim(paths.workspaces, ownerOf(this.#o.ownership, { kind: "workspaces", isolation }));
     await mkdir(paths.workspace(DEFAULT_WORKSPACE_ID), { recursive: true });
     for (const id of await this.list()) await claim(paths.workspace(id), await this.#owner(id));
   }
 
   /** Workspace ids present on this host. */
   async list(): Promise<string[]> {
+    await this.#o.volume();
     const entries = await readdir(this.#o.paths.workspaces, { withFileTypes: true }).catch(() => []);
     return entries.filter((e) => e.isDirectory() && WORKSPACE_ID_PATTERN.test(e.name)).map((e) => e.name);
   }
 
   async exists(workspaceId: string): Promise<boolean> {
+    await this.#o.volume();
     const info = await stat(this.#o.paths.workspace(workspaceId)).catch(() => null);
     return info?.isDirectory() === true;
   }
 
-  /** The uid the agents of a workspace run as, when the project isolates workspaces. */
-  async uidOf(workspaceId: string): Promise<number | null> {
-    const record = await readRecord(this.#o.paths.record);
-    if (!record.isolation) return null;
-    let index = record.workspaces[workspaceId];
-    if (index === undefined) {
-      await this.#updateRecord(async (r) => {
-        index = indexOf(r, workspaceId);
-      });
-    }
-    return ISOLATED_UID_BASE + (index ?? 0);
+  /** The group of a workspace: its own when the project isolates workspaces, the project's otherwise. */
+  async gidOf(workspaceId: string): Promise<number> {
+    const record = await this.#o.record.read();
+    if (!record.isolation) return workspaceGid(false, 0);
+    const known = record.workspaces[workspaceId];
+    const index = known ?? (await this.#o.record.update((r) => workspaceIndex(r, workspaceId)));
+    return workspaceGid(true, index);
+  }
+
+  /** Every workspace group of the project (`container exec` is in all of them). */
+  async gids(): Promise<number[]> {
+    const record = await this.#o.record.read();
+    if (!record.isolation) return [workspaceGid(false, 0)];
+    return [...new Set(Object.values(record.workspaces).map((index) => workspaceGid(true, index)))];
   }
 
   /** Creates the workspace (idempotent: an existing one is left as it is, and `git` is null). */
@@ -89,6 +98,7 @@ export class Workspaces {
   ): Promise<CreatedWorkspace> {
     const dir = this.#o.paths.workspace(workspaceId);
     const path = this.containerPath(workspaceId);
+    await this.#o.volume();
     await mkdir(this.#o.paths.workspaces, { recursive: true });
     if (await this.exists(workspaceId)) return { path, git: null };
     let git: CreatedWorkspace["git"] = null;
@@ -105,9 +115,8 @@ export class Workspaces {
         git = "init";
       }
     }
-    const owner = await this.#owner(workspaceId);
-    await claimTree(dir, owner);
-    await claim(dir, owner);
+    await claimTree(dir, this.#o.ownership, await this.gidOf(workspaceId));
+    await claim(dir, await this.#owner(workspaceId));
     this.#o.logger.info({ workspace: workspaceId, git }, "workspace created");
     return { path, git };
   }
@@ -137,17 +146,6 @@ export class Workspaces {
   }
 
   async #owner(workspaceId: string) {
-    return workspaceOwner(this.#o.ownership, await this.uidOf(workspaceId));
-  }
-
-  #updateRecord(change: (record: Awaited<ReturnType<typeof readRecord>>) => Promise<void>): Promise<void> {
-    const next = this.#recordChain.then(async () => {
-      await mkdir(this.#o.paths.root, { recursive: true });
-      const record = await readRecord(this.#o.paths.record);
-      await change(record);
-      await writeRecord(this.#o.paths.record, record);
-    });
-    this.#recordChain = next.catch(() => {});
-    return next;
+    return ownerOf(this.#o.ownership, { kind: "workspace", gid: await this.gidOf(workspaceId) });
   }
 }

@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { Writable } from "node:stream";
 import type Dockerode from "dockerode";
 import type { Logger } from "../../../lib/log.js";
+import { CONTAINER_GIT_ENV } from "../../../protocol/container-layout.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import type { ContainerExecParams, ContainerExecResult } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "../projects/errors.js";
@@ -43,8 +44,9 @@ export async function dockerExec(
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
-      // A user's command has no business with the runner's secret (it is in the container's env).
-      Env: [`${AgentEnv.runnerToken}=`],
+      // A user's command has no business with the runner's secret (it is in the container's env),
+      // and works in repositories the sessions made (other uids of the workspace's group).
+      Env: [`${AgentEnv.runnerToken}=`, ...Object.entries(CONTAINER_GIT_ENV).map(([k, v]) => `${k}=${v}`)],
     });
   } catch (error) {
     throw execError(error);

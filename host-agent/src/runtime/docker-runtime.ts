@@ -1,25 +1,30 @@
 /**
  * Runs each project in its own Docker container: no network (the bind-mounted socket directory
- * is its only channel to the outside), no capabilities, no privilege escalation, bounded memory,
- * CPU and pids. Without workspace isolation the runner and its agents are uid 1000; with it the
- * runner is root holding only CAP_SETUID/SETGID (no DAC_OVERRIDE: it cannot read the workspaces
- * it does not own), so it can start each agent as its workspace's uid. The container's main
- * process is the runner; the host-agent never attaches to its stdio, so containers outlive a
- * host-agent restart and are re-adopted by label. Everything goes through the Engine API; no
- * string ever reaches a shell.
+ * is its only channel to the outside), a read-only root filesystem (writes go to the project's
+ * volume or a small in-memory /tmp), no privilege escalation, bounded memory, CPU and pids. The
+ * runner is root holding only SETUID, SETGID and KILL (no DAC_OVERRIDE, no PTRACE): it starts
+ * each session's agent as that session's own uid and stops it, and no agent can read the
+ * runner's memory or environment. A user's command (`container exec`) runs as the image's
+ * `droid` user in every workspace's group, through `setpriv`. The container's main process is the
+ * runner; the host-agent never attaches to its stdio, so containers outlive a host-agent restart
+ * and are re-adopted by label. Everything goes through the Engine API; no string ever reaches a
+ * shell.
  */
 import { createHash } from "node:crypto";
 import type Dockerode from "dockerode";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
+import { ContainerPaths, runnerSocketPath } from "../../../protocol/container-layout.js";
 import { PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
 import { AgentEnv } from "../../../protocol/socket.js";
+import type { ContainerExecParams } from "../../../protocol/tunnel-projects.js";
 import { dockerExec } from "./docker-exec.js";
 import { dockerLogs } from "./docker-logs.js";
 import { dockerStatusCode, errorMessage, isDockerNotFound, RuntimeError } from "./errors.js";
 import type {
   AdoptedProject,
   AgentRuntime,
+  ExecIdentity,
   ProjectLaunch,
   Workload,
   WorkloadExit,
@@ -39,19 +44,12 @@ export interface DockerRuntimeOptions {
   command?: string[];
   /** The agent the runner starts, overriding the image's OUBLIETTE_AGENT_COMMAND. */
   agentCommand?: string[];
-  /** User the runner runs as without isolation; default 1000:1000 even if an image forgets its USER. */
-  user?: string;
   /** Run the engine's init (docker-init/tini) as PID 1; default true. Turn off for engines without it. */
   init?: boolean;
   /** Whether this host may isolate workspaces (it must own their directories: root); default: uid 0. */
   canIsolate?: boolean;
 }
 
-/** Where the project's socketDir appears inside the container. */
-export const CONTAINER_SOCKET_DIR = "/mcp";
-export const CONTAINER_SOCKET = `${CONTAINER_SOCKET_DIR}/relay.sock`;
-/** Where the project's workspaces appear inside the container. */
-export const CONTAINER_WORKSPACES = "/workspace";
 export const MANAGED_LABEL = "oubliette.managed";
 export const HOST_LABEL = "oubliette.host";
 export const PROJECT_LABEL = "oubliette.project";
@@ -60,6 +58,14 @@ export const SOCKET_DIR_LABEL = "oubliette.socket-dir";
 export const ISOLATION_LABEL = "oubliette.workspace-isolation";
 /** A project of its own for one session of a protocol-2 registry. */
 export const EPHEMERAL_LABEL = "oubliette.ephemeral";
+/**
+ * The container's layout (sockets, homes, identities). A container of another layout is not
+ * re-adopted: its runner would look for sockets this host-agent no longer serves.
+ */
+export const LAYOUT_LABEL = "oubliette.layout";
+export const CONTAINER_LAYOUT = "2";
+/** The runner's capabilities: start agents as their uids, and stop them. Nothing else. */
+const RUNNER_CAPABILITIES = ["SETUID", "SETGID", "KILL"];
 
 const WaitResultSchema = z.looseObject({ StatusCode: z.number().int() });
 
@@ -67,6 +73,7 @@ const WaitResultSchema = z.looseObject({ StatusCode: z.number().int() });
 export class DockerRuntime implements AgentRuntime {
   readonly kind = "docker" as const;
   readonly survivesRestart = true;
+  readonly separatesSessions = true;
   readonly canIsolate: boolean;
   readonly #options: DockerRuntimeOptions;
   readonly #docker: Dockerode;
@@ -80,7 +87,11 @@ export class DockerRuntime implements AgentRuntime {
   }
 
   paths(): WorkloadPaths {
-    return { socketPath: CONTAINER_SOCKET, workspaceRoot: CONTAINER_WORKSPACES };
+    return {
+      socketDir: ContainerPaths.socketDir,
+      workspaceRoot: ContainerPaths.workspaces,
+      homesRoot: ContainerPaths.homes,
+    };
   }
 
   /** Creates and starts the project's container; removes it again if starting fails. */
@@ -124,6 +135,14 @@ export class DockerRuntime implements AgentRuntime {
           );
           continue;
         }
+        if (labels[LAYOUT_LABEL] !== CONTAINER_LAYOUT) {
+          await container.remove({ force: true });
+          this.#logger.warn(
+            { container: entry.Id.slice(0, 12), project: projectId },
+            "removed a container an older host-agent made (another socket layout); its sessions end",
+          );
+          continue;
+        }
         if (info.State.Running && socketDir && token) {
           adopted.push({
             projectId,
@@ -158,7 +177,8 @@ export class DockerRuntime implements AgentRuntime {
         stopping ??= this.#stop(container, reason);
         return stopping;
       },
-      exec: (params, signal) => dockerExec(this.#docker, container, params, this.#logger, signal),
+      exec: (params, signal, identity) =>
+        dockerExec(this.#docker, container, asIdentity(params, identity), this.#logger, signal),
       logs: (params) => dockerLogs(container, params),
     };
   }
@@ -166,9 +186,10 @@ export class DockerRuntime implements AgentRuntime {
   async #create(spec: ProjectLaunch, image: string, name: string): Promise<Dockerode.Container> {
     const env: Record<string, string> = {
       ...spec.env,
-      [AgentEnv.socketPath]: CONTAINER_SOCKET,
+      [AgentEnv.socketPath]: runnerSocketPath(ContainerPaths.socketDir),
       [AgentEnv.runnerToken]: spec.runnerToken,
       [AgentEnv.projectId]: spec.projectId,
+      [AgentEnv.separateSessions]: "1",
     };
     if (this.#options.agentCommand) env[AgentEnv.agentCommand] = JSON.stringify(this.#options.agentCommand);
     try {
@@ -176,9 +197,9 @@ export class DockerRuntime implements AgentRuntime {
         name,
         Image: image,
         ...(this.#options.command ? { Cmd: this.#options.command } : {}),
-        // Isolation: root, to become each workspace's uid; nothing else a root normally has.
-        User: spec.isolation ? "0:0" : (this.#options.user ?? "1000:1000"),
-        WorkingDir: CONTAINER_WORKSPACES,
+        // Root, to become each session's uid; nothing else a root normally has.
+        User: "0:0",
+        WorkingDir: ContainerPaths.workspaces,
         Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
         Labels: {
           [PROJECT_LABEL]: spec.projectId,
@@ -187,18 +208,23 @@ export class DockerRuntime implements AgentRuntime {
           [SOCKET_DIR_LABEL]: spec.socketDir,
           [ISOLATION_LABEL]: String(spec.isolation),
           [EPHEMERAL_LABEL]: String(spec.ephemeral),
+          [LAYOUT_LABEL]: CONTAINER_LAYOUT,
         },
         Tty: false,
         StopTimeout: this.#options.stopTimeoutSeconds ?? 10,
         HostConfig: {
           NetworkMode: "none",
           Binds: [
-            `${spec.socketDir}:${CONTAINER_SOCKET_DIR}`,
-            `${spec.workspacesDir}:${CONTAINER_WORKSPACES}`,
+            `${spec.socketDir}:${ContainerPaths.socketDir}`,
+            `${spec.workspacesDir}:${ContainerPaths.workspaces}`,
+            `${spec.homesDir}:${ContainerPaths.homes}`,
           ],
           CapDrop: ["ALL"],
-          ...(spec.isolation ? { CapAdd: ["SETUID", "SETGID"] } : {}),
+          CapAdd: RUNNER_CAPABILITIES,
           SecurityOpt: ["no-new-privileges"],
+          // Nothing grows the image's layer: writes go to the project's volume (bounded) or /tmp.
+          ReadonlyRootfs: true,
+          Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${spec.tmpMb}m,mode=1777` },
           PidsLimit: spec.limits.pids,
           Memory: spec.limits.memoryMb * 1024 * 1024,
           NanoCpus: Math.round(spec.limits.cpus * 1e9),
@@ -266,6 +292,28 @@ async function waitForExit(container: Dockerode.Container, logger: Logger): Prom
       if (!running) return { exitCode: null, signal: null };
     }
   }
+}
+
+/**
+ * A user's command as the exec identity: the exec starts as the container's root and `setpriv`
+ * becomes the identity (uid, gid, every workspace's group, no capabilities) before it runs the
+ * command, so the command can read neither the runner's nor any session's secrets.
+ */
+function asIdentity(params: ContainerExecParams, identity: ExecIdentity | undefined): ContainerExecParams {
+  if (!identity) return params;
+  const groups = [...new Set([identity.gid, ...identity.groups])].join(",");
+  return {
+    ...params,
+    command: [
+      "setpriv",
+      `--reuid=${identity.uid}`,
+      `--regid=${identity.gid}`,
+      `--groups=${groups}`,
+      "--inh-caps=-all",
+      "--",
+      ...params.command,
+    ],
+  };
 }
 
 function envValue(env: string[] | undefined, name: string): string | undefined {

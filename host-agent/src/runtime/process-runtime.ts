@@ -5,8 +5,8 @@
  * from us) and ends its agents when we are gone, and sessions end cleanly when we stop.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
+import { runnerSocketPath } from "../../../protocol/container-layout.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import { errorMessage, RuntimeError } from "./errors.js";
 import { LineRing } from "./line-ring.js";
@@ -44,6 +44,7 @@ export class ProcessRuntime implements AgentRuntime {
   readonly survivesRestart = false;
   /** Agents are this user's processes: nothing can keep one workspace from another. */
   readonly canIsolate = false;
+  readonly separatesSessions = false;
   readonly #options: ProcessRuntimeOptions;
   readonly #logger: Logger;
 
@@ -59,8 +60,8 @@ export class ProcessRuntime implements AgentRuntime {
     );
   }
 
-  paths(launch: Pick<ProjectLaunch, "socketDir" | "workspacesDir">): WorkloadPaths {
-    return { socketPath: join(launch.socketDir, "relay.sock"), workspaceRoot: launch.workspacesDir };
+  paths(launch: Pick<ProjectLaunch, "socketDir" | "workspacesDir" | "homesDir">): WorkloadPaths {
+    return { socketDir: launch.socketDir, workspaceRoot: launch.workspacesDir, homesRoot: launch.homesDir };
   }
 
   /** Spawns the runner for one project and resolves once it is running. */
@@ -71,7 +72,7 @@ export class ProcessRuntime implements AgentRuntime {
     const env: Record<string, string> = {
       ...spec.env,
       ...baseEnv(),
-      [AgentEnv.socketPath]: join(spec.socketDir, "relay.sock"),
+      [AgentEnv.socketPath]: runnerSocketPath(spec.socketDir),
       [AgentEnv.runnerToken]: spec.runnerToken,
       [AgentEnv.projectId]: spec.projectId,
       [AgentEnv.agentCommand]: JSON.stringify(this.#options.agentCommand),

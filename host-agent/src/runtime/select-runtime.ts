@@ -29,7 +29,7 @@ export interface SelectRuntimeOptions {
   /** Limits and overrides passed through to DockerRuntime. */
   docker?: Pick<
     DockerRuntimeOptions,
-    "stopTimeoutSeconds" | "command" | "user" | "init" | "agentCommand" | "canIsolate"
+    "stopTimeoutSeconds" | "command" | "init" | "agentCommand" | "canIsolate"
   >;
   pingTimeoutMs?: number;
 }

@@ -22,13 +22,17 @@ export interface ProjectLaunch {
   socketDir: string;
   /** Host directory of the project's workspaces; mounted at /workspace inside a container. */
   workspacesDir: string;
+  /** Host directory of the agents' homes; mounted at /home/agents inside a container. */
+  homesDir: string;
   /** Extra environment for the runner and its agents. */
   env: Record<string, string>;
   /** Docker only: image to run; the runtime's default image when absent. */
   image?: string | undefined;
   limits: ResolvedLimits;
-  /** Agents run as per-workspace uids: the runner runs as root with only SETUID/SETGID. */
+  /** Each workspace has a group of its own (sessions of other workspaces cannot enter it). */
   isolation: boolean;
+  /** Size of the container's in-memory /tmp (MiB); its root filesystem is read-only. */
+  tmpMb: number;
   /** A project of its own for one session of a protocol-2 registry: removed with that session. */
   ephemeral: boolean;
 }
@@ -53,9 +57,21 @@ export interface Workload {
    * Runs a user's command (argv) in it; throws HostError("not_running"/"exec_failed"/"invalid").
    * An aborted `signal` kills the command as its timeout would.
    */
-  exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult>;
+  exec(
+    params: ContainerExecParams,
+    signal?: AbortSignal,
+    identity?: ExecIdentity,
+  ): Promise<ContainerExecResult>;
   /** Its output, both streams, newest lines last. */
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult>;
+}
+
+/** Who a user's command runs as in a container: never the runner, never a session. */
+export interface ExecIdentity {
+  uid: number;
+  gid: number;
+  /** Supplementary groups (every workspace's), so the command sees every workspace. */
+  groups: number[];
 }
 
 /** A project container an earlier run of this host-agent left running, ready to be served again. */
@@ -68,10 +84,11 @@ export interface AdoptedProject {
   workload: Workload;
 }
 
-/** Where a workload sees the project's socket and workspaces. */
+/** Where a workload sees the project's socket directory, workspaces and homes. */
 export interface WorkloadPaths {
-  socketPath: string;
+  socketDir: string;
   workspaceRoot: string;
+  homesRoot: string;
 }
 
 /** Runs project workloads: in Docker containers, or as local child processes (dev only). */
@@ -79,10 +96,12 @@ export interface AgentRuntime {
   readonly kind: RuntimeKind;
   /** Whether workloads outlive the host-agent (Docker: re-adopted after a restart) or end with it. */
   readonly survivesRestart: boolean;
-  /** Whether agents can run as per-workspace uids here (Docker, with a root host-agent). */
+  /** Whether workspaces can have groups of their own here (Docker, with a root host-agent). */
   readonly canIsolate: boolean;
-  /** The socket and workspace root as the workload sees them. */
-  paths(launch: Pick<ProjectLaunch, "socketDir" | "workspacesDir">): WorkloadPaths;
+  /** Whether sessions run as uids of their own (Docker: the runner is root and switches to them). */
+  readonly separatesSessions: boolean;
+  /** The socket directory, workspace root and homes as the workload sees them. */
+  paths(launch: Pick<ProjectLaunch, "socketDir" | "workspacesDir" | "homesDir">): WorkloadPaths;
   launch(spec: ProjectLaunch): Promise<Workload>;
   /**
    * The running workloads of this host id that an earlier run left behind, to serve again; ones

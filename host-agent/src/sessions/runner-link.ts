@@ -4,6 +4,10 @@
  * the host-agent starts a session's agent, writes droid messages (idempotent by seq), stops
  * agents, and acknowledges each session's events once its session object has stored them. All
  * of it is keyed by session id; the runner's hello says where each agent is.
+ *
+ * A container has one runner: while one is connected a second is refused, and a connected one
+ * that stops answering pings is dropped, so its reconnect (or its replacement) takes over and a
+ * session's messages never go to a runner that is not there.
  */
 import type { Logger } from "../../../lib/log.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
@@ -20,6 +24,9 @@ import type { ContainerConnection } from "../socket/container-connection.js";
 
 export interface RunnerLinkOptions {
   logger: Logger;
+  /** How often the runner is pinged, and how long it has to answer; default 5 s and 10 s. */
+  pingIntervalMs?: number;
+  pingTimeoutMs?: number;
   /** A runner connected and reported these agents (a restarted host-agent re-adopts their sessions). */
   onAgents(agents: RunnerAgent[]): void;
 }
@@ -35,6 +42,7 @@ export class RunnerLink {
   /** Highest event seq acknowledged, per session (re-sent to a reconnected runner). */
   readonly #acked = new Map<string, number>();
   #waiters = new Set<() => void>();
+  #pinger: NodeJS.Timeout | null = null;
 
   constructor(options: RunnerLinkOptions) {
     this.#o = options;
@@ -44,9 +52,17 @@ export class RunnerLink {
     return this.#connection !== null;
   }
 
+  /** Whether a runner presenting the right secret may be the runner now: null, or why not. */
+  admit(connection: ContainerConnection): string | null {
+    const current = this.#connection;
+    if (current === null || current === connection) return null;
+    return "this container's runner is already connected; a second runner is refused";
+  }
+
   /** A runner authenticated: it is the current one. */
   attach(connection: ContainerConnection, agents: RunnerAgent[]): void {
     this.#connection = connection;
+    this.#startPinging(connection);
     for (const agent of agents) {
       this.#delivered.set(
         agent.session_id,
@@ -63,7 +79,48 @@ export class RunnerLink {
   detach(connection: ContainerConnection): void {
     if (this.#connection !== connection) return;
     this.#connection = null;
+    this.#stopPinging();
     this.#o.logger.info("runner disconnected");
+  }
+
+  /** Stops watching the runner (the container is going). */
+  close(): void {
+    this.#stopPinging();
+  }
+
+  #startPinging(connection: ContainerConnection): void {
+    this.#stopPinging();
+    const interval = this.#o.pingIntervalMs ?? 5_000;
+    const timeoutMs = this.#o.pingTimeoutMs ?? 10_000;
+    const round = async () => {
+      const signal = AbortSignal.timeout(timeoutMs);
+      try {
+        await connection.peer.request(SocketMethod.ping, {}, { signal });
+      } catch (err) {
+        if (this.#connection !== connection) return;
+        if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return;
+        // Any answer, even "no such method", is a runner that is there.
+        if (!signal.aborted) return this.#schedulePing(round, interval);
+        this.#o.logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "the runner stopped answering; dropping its connection so it can reconnect",
+        );
+        connection.destroy();
+        return;
+      }
+      if (this.#connection === connection) this.#schedulePing(round, interval);
+    };
+    this.#schedulePing(round, interval);
+  }
+
+  #schedulePing(round: () => Promise<void>, interval: number): void {
+    this.#pinger = setTimeout(() => void round(), interval);
+    this.#pinger.unref();
+  }
+
+  #stopPinging(): void {
+    if (this.#pinger !== null) clearTimeout(this.#pinger);
+    this.#pinger = null;
   }
 
   /** Waits for a runner (true) or gives up after `timeoutMs` (false). */

@@ -5,7 +5,7 @@ import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import type { AgentStartParams } from "../../../protocol/socket.js";
 import { SocketMethod } from "../../../protocol/socket.js";
-import { TunnelMethod } from "../../../protocol/tunnel.js";
+import { type HostNotice, TunnelMethod } from "../../../protocol/tunnel.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
@@ -223,11 +223,14 @@ export class SessionRuntime {
     return this.#closing;
   }
 
-  /** Ends the session from this side (its agent or container cannot go on), telling the session object why. */
-  async end(reason: string): Promise<void> {
+  /**
+   * Ends the session from this side (its agent or container cannot go on), telling the session
+   * object why (and what the host saw, e.g. the project's disk bound).
+   */
+  async end(reason: string, notice?: HostNotice): Promise<void> {
     if (this.#closing) return this.#closing;
     this.#log.warn({ reason }, "ending the session on this host");
-    await Promise.race([this.#tunnel.end(reason), delay(10_000)]);
+    await Promise.race([this.#tunnel.end(reason, notice), delay(10_000)]);
     await this.stop(reason);
   }
 

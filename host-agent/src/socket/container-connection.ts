@@ -187,6 +187,13 @@ export class ContainerConnection {
       throw new RpcError(RpcErrorCode.Unauthenticated, "unauthenticated: invalid session token");
     }
     if (this.#role !== null) return;
+    if (role === "runner") {
+      const refusal = this.#ctx.handlers.admitRunner?.(this) ?? null;
+      if (refusal !== null) {
+        this.#log.warn({ refusal }, "refused a second runner");
+        throw new RpcError(RpcErrorCode.ServerError, refusal, { reason: "runner_connected" });
+      }
+    }
     this.#role = role;
     this.#sessionId = sessionId;
     clearTimeout(this.#helloTimer);

@@ -8,6 +8,7 @@ import { lstat, mkdir, chmod as setMode, unlink } from "node:fs/promises";
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import type { Logger } from "../../../lib/log.js";
+import { withSocketPath } from "../../../lib/unix-path.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import { SocketMethod } from "../../../protocol/socket.js";
 import { type ConnectionContext, ContainerConnection } from "./container-connection.js";
@@ -76,16 +77,20 @@ export class RelaySocketServer {
     await removeStaleSocket(path);
     const server = createServer((socket) => this.#accept(socket));
     this.#server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(path, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    await withSocketPath(
+      path,
+      (usable) =>
+        new Promise<void>((resolve, reject) => {
+          server.once("error", reject);
+          server.listen(usable, () => {
+            server.off("error", reject);
+            resolve();
+          });
+        }),
+    );
     // EMFILE and friends on accept are reported here; the server keeps listening.
     server.on("error", (err) => this.#log.error({ err: err.message }, "container socket server error"));
-    // The container user (uid 1000) is not the host-agent's user.
+    // Who may connect is its directory's to say (a session's uid, the runner's root).
     await setMode(path, 0o666);
     this.#log.info({ path }, "container socket listening");
   }

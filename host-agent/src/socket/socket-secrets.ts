@@ -47,3 +47,19 @@ export class SocketSecrets implements SocketAuth {
     this.#sessions.delete(sessionId);
   }
 }
+
+/** A runner's own socket: only the container's secret is accepted there, and only as the runner. */
+export function runnerOnlyAuth(runnerToken: string): SocketAuth {
+  return {
+    runner: (token) => sessionTokenMatches(token, runnerToken),
+    client: () => null,
+  };
+}
+
+/** A session's own socket: only that session's secret is accepted there, and only as its client. */
+export function sessionOnlyAuth(sessionId: string, sessionToken: string): SocketAuth {
+  return {
+    runner: () => false,
+    client: (token) => (sessionTokenMatches(token, sessionToken) ? sessionId : null),
+  };
+}

@@ -49,6 +49,11 @@ export interface ContainerHandlers {
     params: JsonObject,
     ctx: HandlerContext,
   ): Promise<JsonValue>;
+  /**
+   * A connection presented the runner's secret: null admits it, a message refuses it (while
+   * another runner is connected, the container has one runner and it is that one).
+   */
+  admitRunner?(connection: ContainerConnection): string | null;
   /** A connection authenticated as the runner, reporting its agents. */
   runnerConnected(connection: ContainerConnection, agents: RunnerAgent[]): void;
   /** The runner's connection closed. */

@@ -1,6 +1,7 @@
 import type { Logger } from "../../../lib/log.js";
 import type { HandlerContext, RpcPeer } from "../../../lib/rpc/peer.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import type { HostDisk } from "../../../protocol/tunnel.js";
 import {
   HostHelloResultSchema,
   type RuntimeKind,
@@ -53,6 +54,8 @@ export interface HostControlOptions {
   runtime: RuntimeKind;
   agentVersion: string;
   maxSessions: number;
+  /** How this host bounds projects' disk use, reported in its hello. */
+  disk?: HostDisk;
   host: HostTarget;
   logger: Logger;
   /** The Worker refused this host for good (bad token): the process should exit. */
@@ -106,6 +109,7 @@ export class HostControl {
           sessions: host.running(),
           projects: await host.projects(),
           max_sessions: maxSessions,
+          ...(this.#o.disk ? { disk: this.#o.disk } : {}),
         },
         { timeoutMs: HELLO_TIMEOUT_MS, timeoutMessage: "no answer to host_hello" },
       );
@@ -200,7 +204,11 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     guard(
       (p) => `could not create workspace ${p.workspace_id} of ${p.project_id}`,
       (p) =>
-        host.createWorkspace(p.project_id, p.workspace_id, { initGit: p.init_git, remoteUrl: p.remote_url }),
+        host.createWorkspace(p.project_id, p.workspace_id, {
+          initGit: p.init_git,
+          remoteUrl: p.remote_url,
+          diskMb: p.disk_mb,
+        }),
     ),
   );
   peer.handle(

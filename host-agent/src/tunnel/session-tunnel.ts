@@ -14,6 +14,7 @@ import { CANCELLED } from "../../../protocol/rpc/messages.js";
 import {
   DroidInterruptParamsSchema,
   DroidMessageParamsSchema,
+  type HostNotice,
   SessionEventsResultSchema,
   SessionHelloResultSchema,
   type SessionUsageParams,
@@ -87,7 +88,7 @@ export class SessionTunnel {
   #droppedEvents = 0;
   #sending = false;
   #ready: RpcPeer | null = null;
-  #ending: { reason: string; done: Promise<void>; resolve(): void } | null = null;
+  #ending: { reason: string; notice?: HostNotice; done: Promise<void>; resolve(): void } | null = null;
   #gone = false;
 
   constructor(options: SessionTunnelOptions) {
@@ -173,15 +174,18 @@ export class SessionTunnel {
     return this.#storedSeq;
   }
 
-  /** Tells the session object the session is over on this host; resolves once it acknowledged (or is gone). */
-  end(reason: string): Promise<void> {
+  /**
+   * Tells the session object the session is over on this host (with what the host saw, if
+   * anything); resolves once it acknowledged (or is gone).
+   */
+  end(reason: string, notice?: HostNotice): Promise<void> {
     if (this.#gone) return Promise.resolve();
     if (!this.#ending) {
       let resolve!: () => void;
       const done = new Promise<void>((r) => {
         resolve = r;
       });
-      this.#ending = { reason, done, resolve };
+      this.#ending = { reason, ...(notice ? { notice } : {}), done, resolve };
       if (this.#ready) void this.#sendEnd(this.#ready);
     }
     return this.#ending.done;
@@ -316,7 +320,8 @@ export class SessionTunnel {
     const ending = this.#ending;
     if (!ending) return;
     try {
-      await peer.request(TunnelMethod.sessionEnd, { reason: ending.reason }, { timeoutMs: HELLO_TIMEOUT_MS });
+      const params = { reason: ending.reason, ...(ending.notice ? { notice: ending.notice } : {}) };
+      await peer.request(TunnelMethod.sessionEnd, params, { timeoutMs: HELLO_TIMEOUT_MS });
       ending.resolve();
     } catch (err) {
       if (err instanceof RpcError && err.code !== RpcErrorCode.ConnectionClosed && err.reason !== "timeout") {

@@ -27,6 +27,7 @@ import {
 } from "../../../protocol/rpc/messages.js";
 import {
   droidMessageId,
+  type HostNotice,
   SessionEndParamsSchema,
   SessionEventsParamsSchema,
   SessionHelloParamsSchema,
@@ -71,7 +72,8 @@ export interface HostTunnelHandlers {
   /** Stores agent events; returns the highest seq stored. */
   events(events: AgentEvent[]): number;
   /** The host says the session is over there. */
-  end(reason: string): Promise<void>;
+  /** The session is over on the host; `notice` is what the host saw, shown first as an event of its own. */
+  end(reason: string, notice?: HostNotice): Promise<void>;
   messageDelivered(seq: number): void;
   /** The droid lists Oubliette's tools with its API key (-32001 for a bad key). */
   oublietteTools(apiKey: string): Promise<{ tools: OublietteTool[] }>;
@@ -113,7 +115,7 @@ export class HostTunnel {
         stored_seq: handlers.events(params.events as AgentEvent[]),
       }))
       .handle(TunnelMethod.sessionEnd, SessionEndParamsSchema, async (params) => {
-        await handlers.end(params.reason);
+        await handlers.end(params.reason, params.notice);
         return {};
       })
       .handle(TunnelMethod.childMessage, SessionMessageParamsSchema, (params) =>

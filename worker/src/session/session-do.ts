@@ -127,7 +127,10 @@ export class SessionDurableObject extends DurableObject<Env> {
       },
       cancel: (callId, reason) => this.#calls.cancel(callId, reason),
       events: (events) => this.#agentEvents(events),
-      end: (reason) => this.#finish("ended", reason),
+      end: (reason, notice) => {
+        if (notice && isLive(record().status)) this.#events.emit(notice);
+        return this.#finish("ended", reason);
+      },
       messageDelivered: (seq) => this.#store.ackMessages(seq),
       usage: (report) => this.#usage(report),
       childMessage: (params) => this.#droidSpawn(params),
