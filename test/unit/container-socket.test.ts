@@ -16,9 +16,9 @@ import type { AgentEvent } from "../../protocol/agent-events.js";
 import { type CallerToolsConfig, failureToRpcError } from "../../protocol/caller-tools.js";
 import type { JsonValue } from "../../protocol/json.js";
 import { Limits } from "../../protocol/limits.js";
-import { LineSplitter } from "../../protocol/line-splitter.js";
 import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 import type { RunnerAgent } from "../../protocol/socket.js";
+import { type Msg, RawClient } from "../support/raw-socket-client.js";
 
 const TOKEN = "s3cret-token";
 const RUNNER_TOKEN = "runner-s3cret";
@@ -36,98 +36,22 @@ function secrets(): SocketSecrets {
 }
 const logger = createLogger({ name: "relay-test", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
 
-type Msg = Record<string, unknown> & {
-  id?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-};
-
-/** A raw JSON-lines client over a Unix socket, with a bounded wait for the next message. */
-class RawClient {
-  readonly socket: Socket;
-  readonly #inbox: Msg[] = [];
-  #waiters: Array<() => void> = [];
-  #closed = false;
-
-  private constructor(socket: Socket) {
-    this.socket = socket;
-    const splitter = new LineSplitter(16 * 1024 * 1024);
-    socket.on("data", (chunk: Buffer) => {
-      for (const e of splitter.push(chunk))
-        if (e.kind === "line") this.#inbox.push(JSON.parse(e.text) as Msg);
-      this.#wake();
-    });
-    socket.on("close", () => {
-      this.#closed = true;
-      this.#wake();
-    });
-    socket.on("error", () => {});
-  }
-
-  static open(path: string): Promise<RawClient> {
+/** The raw client with this file's secrets. */
+class TestClient extends RawClient {
+  static override open(path: string): Promise<TestClient> {
     return new Promise((resolve, reject) => {
-      const s = connect(path, () => resolve(new RawClient(s)));
+      const s = connect(path, () => resolve(new TestClient(s)));
       s.once("error", reject);
     });
   }
 
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  #wake(): void {
-    const w = this.#waiters;
-    this.#waiters = [];
-    for (const f of w) f();
-  }
-
-  send(message: unknown): void {
-    this.sendRaw(JSON.stringify(message));
-  }
-
-  sendRaw(line: string): void {
-    this.socket.write(`${line}\n`);
-  }
-
-  request(id: number | string, method: string, params?: unknown): void {
-    this.send({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) });
-  }
-
-  /** Resolves with the first message matching `pred` (removing it), within `ms`. */
-  async take(pred: (m: Msg) => boolean = () => true, ms = 3000): Promise<Msg> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const i = this.#inbox.findIndex(pred);
-      if (i >= 0) return this.#inbox.splice(i, 1)[0] as Msg;
-      const left = deadline - Date.now();
-      if (left <= 0 || this.#closed) throw new Error(`no matching message (closed=${this.#closed})`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.#waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-  }
-
-  response(id: number | string, ms?: number): Promise<Msg> {
-    return this.take((m) => m.id === id, ms);
-  }
-
-  async waitClosed(ms = 3000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!this.#closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    if (!this.#closed) throw new Error("socket did not close");
-  }
-
-  async hello(role: "client" | "runner" = "client", agents?: RunnerAgent[], token = TOKEN): Promise<Msg> {
-    this.request("hello", "hello", {
+  async helloAs(role: "client" | "runner" = "client", agents?: RunnerAgent[], token = TOKEN): Promise<Msg> {
+    return this.hello({
       ...(role === "runner" ? { runner_token: RUNNER_TOKEN } : { session_token: token }),
       role,
       client: { name: "test", version: "0" },
       agents,
     });
-    return this.response("hello");
   }
 }
 
@@ -137,7 +61,7 @@ let dir: string;
 let path: string;
 let server: RelaySocketServer;
 let handler: Handler;
-const clients: RawClient[] = [];
+const clients: TestClient[] = [];
 
 const config: CallerToolsConfig = {
   caller_id: "ant",
@@ -170,8 +94,8 @@ function handlers(): ContainerHandlers {
   };
 }
 
-async function open(): Promise<RawClient> {
-  const c = await RawClient.open(path);
+async function open(): Promise<TestClient> {
+  const c = await TestClient.open(path);
   clients.push(c);
   return c;
 }
@@ -221,9 +145,9 @@ describe("RelaySocketServer", () => {
     });
     await again.start();
     try {
-      const c = await RawClient.open(stalePath);
+      const c = await TestClient.open(stalePath);
       clients.push(c);
-      expect((await c.hello()).result).toEqual({
+      expect((await c.helloAs()).result).toEqual({
         session_id: SESSION,
         project_id: PROJECT,
         protocol_version: 4,
@@ -239,7 +163,7 @@ describe("RelaySocketServer", () => {
     expect((await c.response(1)).error?.code).toBe(RpcErrorCode.Unauthenticated);
     c.request(2, "ping");
     expect((await c.response(2)).result).toEqual({});
-    const hello = await c.hello();
+    const hello = await c.helloAs();
     expect(hello.result).toEqual({ session_id: SESSION, project_id: PROJECT, protocol_version: 4 });
     c.request(3, "caller_tool", { tool: "echo", arguments: { a: 1 } });
     expect((await c.response(3)).result).toEqual({ echoed: { a: 1 } });
@@ -270,7 +194,7 @@ describe("RelaySocketServer", () => {
 
   it("answers protocol faults with the right codes and keeps the connection", async () => {
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.sendRaw("{not json");
     expect((await c.take()).error?.code).toBe(RpcErrorCode.ParseError);
     c.send([{ jsonrpc: "2.0", id: 1, method: "ping" }]);
@@ -339,7 +263,7 @@ describe("RelaySocketServer", () => {
         if (waiting.length === 20) allArrived();
       });
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     for (let i = 0; i < 20; i++) c.request(i, "caller_tool", { tool: "echo", arguments: { n: i } });
     await arrived;
     for (const w of [...waiting].reverse()) w.resolve({ n: w.call.arguments.n ?? null });
@@ -361,7 +285,7 @@ describe("RelaySocketServer", () => {
       return call.tool;
     };
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.request("s", "caller_tool", { tool: "slow" });
     c.request("f", "caller_tool", { tool: "fast" });
     expect(await c.take()).toMatchObject({ id: "f", result: "fast" });
@@ -372,7 +296,7 @@ describe("RelaySocketServer", () => {
   it("a peer that stops reading gets every answer once it reads again", async () => {
     handler = async (call) => ({ n: call.arguments.n ?? null, pad: "p".repeat(3000) });
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.socket.pause();
     const total = 400; // ~1.2 MB of answers: far more than the socket buffers hold
     for (let i = 0; i < total; i++) c.request(i, "caller_tool", { tool: "echo", arguments: { n: i } });
@@ -390,7 +314,7 @@ describe("RelaySocketServer", () => {
 
   it("pushes caller_tools_config after hello and on every update", async () => {
     const early = await open();
-    await early.hello();
+    await early.helloAs();
     server.setCallerToolsConfig(SESSION, config);
     expect(await early.take((m) => m.method === "caller_tools_config")).toEqual({
       jsonrpc: "2.0",
@@ -399,7 +323,7 @@ describe("RelaySocketServer", () => {
     });
     const late = await open();
     const unauthenticated = await open();
-    await late.hello();
+    await late.helloAs();
     const pushed = await late.take((m) => m.method === "caller_tools_config");
     expect(pushed.params).toEqual(config);
     const next = { ...config, tools: [...config.tools, { name: "more" }] };
@@ -416,7 +340,7 @@ describe("RelaySocketServer", () => {
       throw failureToRpcError("caller_error", "recipient not found");
     };
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.request(1, "caller_tool", { tool: "send" });
     expect((await c.response(1)).error).toEqual({
       code: RpcErrorCode.ServerError,
@@ -428,7 +352,7 @@ describe("RelaySocketServer", () => {
   it("refuses a result larger than the line limit instead of sending it", async () => {
     handler = async () => "x".repeat(Limits.lineBytes);
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.request(1, "caller_tool", { tool: "big" });
     const r = await c.response(1);
     expect(r.error?.code).toBe(RpcErrorCode.ServerError);
@@ -450,7 +374,7 @@ describe("RelaySocketServer", () => {
         });
       });
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.request("a", "caller_tool", { tool: "hang" });
     await sawStart;
     c.send({
@@ -471,7 +395,7 @@ describe("RelaySocketServer", () => {
   it("close() ends every connection and removes the socket", async () => {
     handler = () => new Promise(() => {});
     const c = await open();
-    await c.hello();
+    await c.helloAs();
     c.request(1, "caller_tool", { tool: "hang" });
     await server.close();
     await c.waitClosed();
@@ -506,7 +430,7 @@ describe("RelaySocketServer", () => {
     });
     await server.start();
     const first = await open();
-    await first.hello();
+    await first.helloAs();
     const flood = await Promise.all(Array.from({ length: 40 }, () => open()));
     await new Promise((r) => setTimeout(r, 200));
     expect(server.connectionCount).toBeLessThanOrEqual(8);
@@ -517,19 +441,19 @@ describe("RelaySocketServer", () => {
     for (const c of flood) c.socket.destroy();
     await new Promise((r) => setTimeout(r, 100));
     const later = await open();
-    expect((await later.hello()).result).toMatchObject({ session_id: SESSION });
+    expect((await later.helloAs()).result).toMatchObject({ session_id: SESSION });
   });
 
   it("takes agent events only from the runner and reports its agents and its going", async () => {
     const client = await open();
-    await client.hello("client");
+    await client.helloAs("client");
     const events: AgentEvent[] = [{ seq: 1, type: "droid_log", text: "from a client" }];
     client.send({ jsonrpc: "2.0", method: "agent_events", params: { session_id: SESSION, events } });
     const runner = await open();
     const agents: RunnerAgent[] = [
       { session_id: SESSION, session_token: TOKEN, status: "running", delivered_message_seq: 3 },
     ];
-    expect((await runner.hello("runner", agents)).result).toEqual({
+    expect((await runner.helloAs("runner", agents)).result).toEqual({
       project_id: PROJECT,
       protocol_version: 4,
     });
@@ -555,9 +479,9 @@ describe("RelaySocketServer", () => {
       return sessionId;
     };
     const mine = await open();
-    await mine.hello("client");
+    await mine.helloAs("client");
     const other = await open();
-    expect((await other.hello("client", undefined, OTHER_TOKEN)).result).toMatchObject({
+    expect((await other.helloAs("client", undefined, OTHER_TOKEN)).result).toMatchObject({
       session_id: OTHER_SESSION,
     });
     // A session id in the body changes nothing: the connection's session is the one that counts.
@@ -573,7 +497,7 @@ describe("RelaySocketServer", () => {
     expect((await fake.response(4)).error?.code).toBe(RpcErrorCode.Unauthenticated);
     // The runner makes no caller tool calls of its own.
     const runner = await open();
-    await runner.hello("runner", []);
+    await runner.helloAs("runner", []);
     runner.request(5, "caller_tool", { tool: "echo", arguments: {} });
     expect((await runner.response(5)).error?.code).toBe(RpcErrorCode.Unauthenticated);
     // Each session's config goes to its own clients only.

@@ -6,7 +6,7 @@
  */
 import { mkdir, mkdtemp, open, rm, stat, statfs } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { runTool } from "./run-tool.js";
+import { runTool, ToolError } from "./run-tool.js";
 
 const MIB = 1024 * 1024;
 
@@ -54,10 +54,11 @@ export async function unmount(dir: string): Promise<void> {
 }
 
 /**
- * Grows a mounted image to `mb` MiB (ext4 grows online). Never shrinks: a smaller bound is kept by
- * measuring instead, until the volume is made again.
+ * Grows an image to `mb` MiB while nothing has it mounted (ext4 grows offline: a check, then the
+ * resize; online growth is not allowed on every kernel). Never shrinks: a smaller bound is kept by
+ * measuring instead, until the volume is made again. Resolves with whether it grew.
  */
-export async function growImage(image: string, dir: string, mb: number): Promise<boolean> {
+export async function growImage(image: string, mb: number): Promise<boolean> {
   const size = (await stat(image)).size;
   if (mb * MIB <= size) return false;
   const file = await open(image, "r+");
@@ -66,10 +67,11 @@ export async function growImage(image: string, dir: string, mb: number): Promise
   } finally {
     await file.close();
   }
-  const device = (await runTool("findmnt", ["-n", "-o", "SOURCE", "--target", dir])).trim();
-  if (!device.startsWith("/dev/loop")) throw new Error(`${dir} is not on a loop device (${device})`);
-  await runTool("losetup", ["-c", device]);
-  await runTool("resize2fs", [device]);
+  // e2fsck exits 1 when it fixed something: that is fine here, resize2fs wants it checked.
+  await runTool("e2fsck", ["-f", "-p", image], 300_000).catch((error: unknown) => {
+    if (!(error instanceof ToolError) || error.exitCode !== 1) throw error;
+  });
+  await runTool("resize2fs", [image], 300_000);
   return true;
 }
 

@@ -56,9 +56,10 @@ export class ProjectVolume {
 
   /**
    * Makes the volume ready (made and mounted in filesystem mode) with the project's bound
-   * (`limitMb`, else the host's default; a bigger one grows the image). Idempotent.
+   * (`limitMb`, else the host's default). `idle`: nothing uses the volume now (no container), so
+   * an image smaller than the bound may be unmounted and grown. Idempotent.
    */
-  ensure(limitMb?: number): Promise<void> {
+  ensure(limitMb?: number, options: { idle?: boolean } = {}): Promise<void> {
     return this.#serial(async () => {
       if (limitMb !== undefined) this.#limitMb = limitMb;
       this.#mode ??= await this.#decideMode();
@@ -66,10 +67,12 @@ export class ProjectVolume {
         if ((await stat(this.#paths.image).catch(() => null)) === null) {
           await createImage(this.#paths.image, this.#limitMb);
           this.#log.info({ disk_mb: this.#limitMb }, "project volume made (loop-mounted ext4)");
+        } else if (options.idle && (await stat(this.#paths.image)).size < this.#limitMb * MIB) {
+          await unmount(this.#paths.volume);
+          if (await growImage(this.#paths.image, this.#limitMb))
+            this.#log.info({ disk_mb: this.#limitMb }, "project volume grown");
         }
         await mountImage(this.#paths.image, this.#paths.volume);
-        if (await growImage(this.#paths.image, this.#paths.volume, this.#limitMb))
-          this.#log.info({ disk_mb: this.#limitMb }, "project volume grown");
       } else {
         await mkdir(this.#paths.volume, { recursive: true, mode: 0o755 });
       }

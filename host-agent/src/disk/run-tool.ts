@@ -13,6 +13,8 @@ export class ToolError extends Error {
     message: string,
     /** What the tool printed before it failed (du prints its total even when a file vanished). */
     readonly stdout: string,
+    /** The tool's exit code (null: it did not run, or was killed). */
+    readonly exitCode: number | null,
   ) {
     super(message);
   }
@@ -31,7 +33,8 @@ export function runTool(program: string, args: string[], timeoutMs = 60_000): Pr
           (error as NodeJS.ErrnoException).code === "ENOENT"
             ? `${program} is not installed`
             : String(stderr).trim().slice(-MAX_STDERR) || error.message;
-        reject(new ToolError(`${program} failed: ${why}`, String(stdout)));
+        const exitCode = typeof error.code === "number" ? error.code : null;
+        reject(new ToolError(`${program} failed: ${why}`, String(stdout), exitCode));
       },
     );
   });

@@ -157,7 +157,9 @@ export class ProjectRuntime {
         record.disk_mb = diskMb;
       });
     }
-    await this.#volume.ensure(diskMb ?? (await this.#record.read()).disk_mb);
+    // Without a container nothing uses the volume: it may be grown to a bigger bound now.
+    const idle = !this.#box?.workload;
+    await this.#volume.ensure(diskMb ?? (await this.#record.read()).disk_mb, { idle });
   }
 
   /** Starts the container unless it runs; `ephemeral` marks a project of its own for one v2 session. */
