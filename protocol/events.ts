@@ -36,6 +36,16 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
   /** The session's model usage so far, after each metered model response (host model proxy). */
   z.object({ ...base, type: z.literal("usage"), ...UsageTotalsSchema.shape }),
   z.object({ ...base, type: z.literal("message_sent"), seq: z.number().int(), text: z.string() }),
+  /** A message the host has not confirmed written to the droid in time; it stays queued and is re-sent. */
+  z.object({
+    ...base,
+    type: z.literal("message_undelivered"),
+    seq: z.number().int(),
+    waited_seconds: z.number().int(),
+    message: z.string(),
+  }),
+  /** A message reported undelivered has reached the droid after all. */
+  z.object({ ...base, type: z.literal("message_delivered"), seq: z.number().int() }),
   z.object({
     ...base,
     type: z.literal("caller_tools_declared"),

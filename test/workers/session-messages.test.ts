@@ -1,9 +1,10 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { config } from "../../worker/src/env.js";
 import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize } from "./support/mcp.js";
-import { ANT, hostedSession, liveSession, sessionStub, spawn } from "./support/session.js";
+import { ANT, events, hostedSession, liveSession, sessionStub, spawn } from "./support/session.js";
 import { ADMIN, OTHER, READER } from "./support/tokens.js";
 
 afterEach(disconnectAll);
@@ -48,6 +49,36 @@ describe("messages for the droid", () => {
       const res = await s.stub.sendMessage({ principal, message: "hi", caller: null, via: null });
       expect(res).toMatchObject({ ok: false, error: { code: "forbidden" } });
     }
+  });
+
+  it("reports a message the host has not confirmed in time, once, and again when it arrives late", async () => {
+    const s = await hostedSession();
+    await s.stub.sendMessage({ principal: ADMIN, message: "are you there", caller: null, via: null });
+    await s.tunnel.nextMessage((m) => m.seq === 1);
+    // The host never confirms it (its runner is away, say); time passes beyond the notice delay.
+    const stub = sessionStub(s.sessionId);
+    await runInDurableObject(stub, (_, state) => {
+      state.storage.sql.exec(
+        "UPDATE messages SET queued_at = queued_at - ?",
+        config(env).messageNoticeMs + 1,
+      );
+    });
+    await runDurableObjectAlarm(stub);
+    await runDurableObjectAlarm(stub);
+    const undelivered = (await events(s.sessionId)).events.filter((e) => e.type === "message_undelivered");
+    expect(undelivered).toHaveLength(1);
+    expect(undelivered[0]).toMatchObject({
+      seq: 1,
+      message: expect.stringMatching(/message 1 has not reached/),
+    });
+    expect((undelivered[0] as { waited_seconds: number }).waited_seconds).toBeGreaterThanOrEqual(
+      Math.floor(config(env).messageNoticeMs / 1000),
+    );
+    // It was kept: the host confirms it at last, and that is said too.
+    s.tunnel.ackMessage(1);
+    await s.tunnel.barrier();
+    const after = (await events(s.sessionId)).events;
+    expect(after.filter((e) => e.type === "message_delivered")).toMatchObject([{ seq: 1 }]);
   });
 
   it("refuses messages once the session has ended", async () => {

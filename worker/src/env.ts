@@ -47,6 +47,7 @@ export interface Env {
   OUBLIETTE_RECONNECT_BUDGET_MS?: string;
   OUBLIETTE_JOB_SHORT_WAIT_MS?: string;
   OUBLIETTE_JOB_MEDIUM_WAIT_MS?: string;
+  OUBLIETTE_MESSAGE_NOTICE_MS?: string;
 }
 
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -123,6 +124,8 @@ const ConfigSchema = z.object({
   jobShortWaitMs: ms(30_000),
   /** The same for async_medium (seeds/004: 120 s). */
   jobMediumWaitMs: ms(120_000),
+  /** A message the host has not confirmed written to the droid after this long is reported (an event). */
+  messageNoticeMs: ms(30_000),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -146,6 +149,7 @@ export function config(env: Env): Config {
     defaultAgent: env.OUBLIETTE_DEFAULT_AGENT || undefined,
     jobShortWaitMs: env.OUBLIETTE_JOB_SHORT_WAIT_MS,
     jobMediumWaitMs: env.OUBLIETTE_JOB_MEDIUM_WAIT_MS,
+    messageNoticeMs: env.OUBLIETTE_MESSAGE_NOTICE_MS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -20,6 +20,7 @@ import { EventWaiters } from "./event-waiters.js";
 import { HostTunnel } from "./host-tunnel.js";
 import { Lifetime } from "./lifetime.js";
 import { McpFanout } from "./mcp-fanout.js";
+import { MessageNotices } from "./message-notices.js";
 import type { NestInfo } from "./nesting.js";
 import { failure } from "./outcomes.js";
 import { Presence } from "./presence.js";
@@ -67,6 +68,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly #subscribers: SubscriberSockets;
   readonly #fanout: McpFanout;
   readonly #lifetime: Lifetime;
+  readonly #messageNotices: MessageNotices;
   readonly #waiters = new EventWaiters();
   #record: SessionRecord | null;
   #log: Log;
@@ -131,7 +133,7 @@ export class SessionDurableObject extends DurableObject<Env> {
         if (notice && isLive(record().status)) this.#events.emit(notice);
         return this.#finish("ended", reason);
       },
-      messageDelivered: (seq) => this.#store.ackMessages(seq),
+      messageDelivered: (seq) => this.#messageNotices.delivered(seq),
       usage: (report) => this.#usage(report),
       childMessage: (params) => this.#droidSpawn(params),
       ownEvents: (params) => this.#droidEvents(params),
@@ -164,6 +166,11 @@ export class SessionDurableObject extends DurableObject<Env> {
       log: this.#log,
     });
     this.#lifetime = new Lifetime({ record, countWaiting: () => this.#store.countWaiting() });
+    this.#messageNotices = new MessageNotices({
+      store: this.#store,
+      delayMs: config(env).messageNoticeMs,
+      emit: (body) => this.#events.emit(body),
+    });
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
     void ctx.blockConcurrencyWhile(async () => {
       this.#alarmAt = await ctx.storage.getAlarm();
@@ -505,6 +512,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#calls.expire(now);
     this.#presence.check(now);
     this.#calls.prune(now);
+    if (isLive(this.#record.status)) this.#messageNotices.check(now);
     const stop = isLive(this.#record.status) ? this.#lifetime.expired(now) : null;
     if (stop !== null) {
       this.#log.info("session stopped by its lifetime rules", { reason: stop });
@@ -518,7 +526,8 @@ export class SessionDurableObject extends DurableObject<Env> {
   /** Sets the alarm to the earliest moment anything is due (deadlines, grace periods, pruning). */
   #scheduleAlarm(): void {
     const lifetime = this.#record && isLive(this.#record.status) ? this.#lifetime.nextDue() : null;
-    const due = [this.#calls.nextDue(), this.#presence.nextDue(), lifetime].filter(
+    const notices = this.#record && isLive(this.#record.status) ? this.#messageNotices.nextDue() : null;
+    const due = [this.#calls.nextDue(), this.#presence.nextDue(), lifetime, notices].filter(
       (t): t is number => t !== null,
     );
     if (due.length === 0) return;
@@ -809,7 +818,7 @@ export class SessionDurableObject extends DurableObject<Env> {
     record.lastMessageSeq += 1;
     this.#lifetime.touch(Date.now());
     const seq = record.lastMessageSeq;
-    this.#store.queueMessage(seq, text);
+    this.#store.queueMessage(seq, text, Date.now());
     this.#save();
     this.#events.emit({ type: "message_sent", seq, text });
     this.#scheduleAlarm();

@@ -76,6 +76,12 @@ export class SessionStore {
     // Tables made before calls kept their arguments get the column.
     const columns = sql.exec("PRAGMA table_info(calls)").toArray();
     if (!columns.some((c) => c.name === "arguments")) sql.exec("ALTER TABLE calls ADD COLUMN arguments TEXT");
+    // Tables made before undelivered messages were reported get their columns.
+    const messageColumns = sql.exec("PRAGMA table_info(messages)").toArray();
+    if (!messageColumns.some((c) => c.name === "queued_at")) {
+      sql.exec("ALTER TABLE messages ADD COLUMN queued_at INTEGER NOT NULL DEFAULT 0");
+      sql.exec("ALTER TABLE messages ADD COLUMN noticed INTEGER NOT NULL DEFAULT 0");
+    }
   }
 
   loadRecord(): SessionRecord | null {
@@ -191,8 +197,8 @@ export class SessionStore {
     return row ? Number(row.done_at) : null;
   }
 
-  queueMessage(seq: number, text: string): void {
-    this.#sql.exec("INSERT INTO messages (seq, text) VALUES (?, ?)", seq, text);
+  queueMessage(seq: number, text: string, now: number): void {
+    this.#sql.exec("INSERT INTO messages (seq, text, queued_at) VALUES (?, ?, ?)", seq, text, now);
   }
 
   /** Messages not yet acknowledged by the host, oldest first. */
@@ -203,9 +209,31 @@ export class SessionStore {
       .map((r) => ({ seq: Number(r.seq), text: String(r.text) }));
   }
 
-  /** Drops messages the host has delivered to the droid. */
-  ackMessages(upTo: number): void {
+  /** Drops messages the host has delivered to the droid; returns those reported as undelivered before. */
+  ackMessages(upTo: number): number[] {
+    const noticed = this.#sql
+      .exec("SELECT seq FROM messages WHERE seq <= ? AND noticed = 1 ORDER BY seq", upTo)
+      .toArray()
+      .map((r) => Number(r.seq));
     this.#sql.exec("DELETE FROM messages WHERE seq <= ?", upTo);
+    return noticed;
+  }
+
+  /** The oldest time a message not yet reported as undelivered was queued, or null. */
+  oldestUnnoticedMessage(): number | null {
+    const row = this.#sql.exec("SELECT MIN(queued_at) AS t FROM messages WHERE noticed = 0").toArray()[0];
+    return row && row.t !== null ? Number(row.t) : null;
+  }
+
+  /** Messages queued at or before `before` and not reported yet: marks them reported and returns them. */
+  takeOverdueMessages(before: number): { seq: number; queuedAt: number }[] {
+    const rows = this.#sql
+      .exec("SELECT seq, queued_at FROM messages WHERE noticed = 0 AND queued_at <= ? ORDER BY seq", before)
+      .toArray()
+      .map((r) => ({ seq: Number(r.seq), queuedAt: Number(r.queued_at) }));
+    if (rows.length > 0)
+      this.#sql.exec("UPDATE messages SET noticed = 1 WHERE noticed = 0 AND queued_at <= ?", before);
+    return rows;
   }
 
   upsertSubscriber(row: SubscriberRow): void {
