@@ -4,6 +4,7 @@
  * nothing downloaded) whose key is read from a variable, picks the model, and allows every tool;
  * the MCP server goes inline in `session/new`. The variables switch off its fetches and updates.
  */
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
 import type { AgentLaunch, DriverContext } from "./driver.js";
@@ -16,6 +17,15 @@ const NO_PHONING_HOME = {
   OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
   OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
 };
+
+/**
+ * OpenCode serves its own HTTP API on a loopback port, which every process in the container can
+ * reach (one network namespace): without a password another session could drive this one. The
+ * password is the session's alone (in this agent's environment, which only its uid can read).
+ */
+function serverPassword(): string {
+  return randomBytes(24).toString("hex");
+}
 
 export function opencodeLaunch(context: DriverContext): AgentLaunch {
   const configPath = join(context.home, ".config", "oubliette", "opencode.json");
@@ -33,7 +43,12 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
   };
   return {
     argv: [...context.command, "acp"],
-    env: { ...NO_PHONING_HOME, OPENCODE_CONFIG: configPath, [MODEL_TOKEN_ENV]: context.modelToken },
+    env: {
+      ...NO_PHONING_HOME,
+      OPENCODE_CONFIG: configPath,
+      OPENCODE_SERVER_PASSWORD: serverPassword(),
+      [MODEL_TOKEN_ENV]: context.modelToken,
+    },
     files: [{ path: configPath, content: `${JSON.stringify(config, null, 2)}\n` }],
   };
 }
