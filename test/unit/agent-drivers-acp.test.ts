@@ -293,7 +293,10 @@ describe("ACP driver", () => {
 
 /** Every variable that looks like a credential holds the placeholder, never a real key. */
 function expectOnlyPlaceholderCredentials(env: Record<string, string>, token: string): void {
-  const credentials = Object.entries(env).filter(([name]) => /KEY|TOKEN|SECRET|PASSWORD/i.test(name));
+  // OpenCode's own API password is the session's lock on its loopback server, not a model credential.
+  const credentials = Object.entries(env).filter(
+    ([name]) => /KEY|TOKEN|SECRET|PASSWORD/i.test(name) && name !== "OPENCODE_SERVER_PASSWORD",
+  );
   expect(credentials.length).toBeGreaterThan(0);
   for (const [, value] of credentials) expect(value).toBe(token);
 }
@@ -305,6 +308,12 @@ describe("OpenCode launch", () => {
     command: ["/opt/agents/opencode/opencode"],
   });
   const launch = opencodeDriver(context).launch();
+
+  it("locks OpenCode's loopback API with a password of its own, new for every launch", () => {
+    const password = launch.env.OPENCODE_SERVER_PASSWORD ?? "";
+    expect(password).toMatch(/^[0-9a-f]{48}$/);
+    expect(opencodeDriver(context).launch().env.OPENCODE_SERVER_PASSWORD).not.toBe(password);
+  });
 
   it("runs `opencode acp` with its config file, the placeholder credential and no phoning home", () => {
     expect(launch.argv).toEqual(["/opt/agents/opencode/opencode", "acp"]);
