@@ -3,6 +3,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { DroidMcpServer } from "../../container-client/src/mcp/droid-mcp-server.js";
+import { FirstListing } from "../../container-client/src/mcp/first-listing.js";
 import { RelayCallError } from "../../container-client/src/socket/relay-errors.js";
 import type { CallOptions } from "../../container-client/src/socket/relay-link.js";
 import { CallerToolRegistry } from "../../container-client/src/tools/caller-tool-registry.js";
@@ -128,5 +129,78 @@ describe("DroidMcpServer", () => {
     const { registry, client } = await setup(async () => null);
     registry.replace({ ...config, caller_id: null });
     expect((await client.listTools()).tools).toEqual([]);
+  });
+});
+
+describe("the agent's first tool list", () => {
+  async function connected(listing: FirstListing, timeoutMs = 5_000) {
+    const registry = new CallerToolRegistry();
+    const server = new DroidMcpServer({
+      link: { callerTool: async () => ({}) },
+      registry,
+      logger,
+      version: "test",
+      firstListing: listing,
+      firstListingTimeoutMs: timeoutMs,
+    });
+    const client = new Client({ name: "droid", version: "0" });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide, () => {});
+    await client.connect(clientSide);
+    open.push(client, server);
+    return { registry, client };
+  }
+
+  it("waits until every source of tools has spoken, so a CLI that lists once sees them all", async () => {
+    const listing = new FirstListing(["caller_tools", "oubliette_tools"]);
+    const { registry, client } = await connected(listing);
+    let answered = false;
+    const first = client.listTools().then((r) => {
+      answered = true;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(answered).toBe(false);
+    registry.replace(config);
+    listing.settle("caller_tools");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(answered).toBe(false);
+    listing.settle("oubliette_tools");
+    expect((await first).tools.map((t) => t.name)).toEqual(["ant_slow"]);
+    // Later lists answer at once.
+    expect((await client.listTools()).tools).toHaveLength(1);
+  });
+
+  it("answers with what it has once its bound passes, when a source never speaks", async () => {
+    const listing = new FirstListing(["caller_tools"]);
+    const { client } = await connected(listing, 200);
+    const started = Date.now();
+    expect((await client.listTools()).tools).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(180);
+  });
+
+  it("serves every schema in the part of JSON Schema every model API takes", async () => {
+    const listing = new FirstListing([]);
+    const { registry, client } = await connected(listing);
+    registry.replace({
+      ...config,
+      tools: [
+        {
+          name: "typed",
+          inputSchema: {
+            $schema: "https://json-schema.org/draft/2020-12/schema",
+            type: "object",
+            properties: { id: { type: "string", pattern: "^x" }, n: { type: ["integer", "null"] } },
+            additionalProperties: false,
+          },
+        },
+      ],
+    });
+    const [tool] = (await client.listTools()).tools;
+    expect(tool?.inputSchema).toEqual({
+      type: "object",
+      properties: { id: { type: "string" }, n: { type: "integer" } },
+      additionalProperties: false,
+    });
   });
 });

@@ -13,7 +13,7 @@ import { callTool, initialize, initializeRequest, mcpFetch } from "./support/mcp
 import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
 import { errorOf, resultOf } from "./support/rpc-socket.js";
-import { hostedSession } from "./support/session.js";
+import { events, hostedSession } from "./support/session.js";
 import { ADMIN_TOKEN, HOST_TOKEN } from "./support/tokens.js";
 
 const ToolsSchema = z.object({
@@ -101,6 +101,22 @@ describe("oubliette_tools", () => {
         message: "invalid or expired API key",
       });
     }
+  });
+
+  it("tells the session's subscribers once that the droid's key was refused, and again after it worked", async () => {
+    const s = await session();
+    const refusals = async () =>
+      (await events(s.sessionId)).events.filter(
+        (e) => e.type === "system" && e.subtype === "oubliette_key_refused",
+      );
+    const bad = `oub_${"0".repeat(64)}`;
+    await s.tunnel.socket.ask("oubliette_tools", { api_key: bad });
+    await s.tunnel.socket.ask("oubliette_tools", { api_key: bad });
+    expect(await refusals()).toHaveLength(1);
+    expect((await refusals())[0]).toMatchObject({ message: expect.stringContaining("no Oubliette tools") });
+    await s.tunnel.socket.ask("oubliette_tools", { api_key: ADMIN_TOKEN });
+    await s.tunnel.socket.ask("oubliette_tools", { api_key: bad });
+    expect(await refusals()).toHaveLength(2);
   });
 });
 

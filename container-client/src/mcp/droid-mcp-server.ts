@@ -14,10 +14,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../../lib/log.js";
 import { type JsonObject, JsonObjectSchema } from "../../../protocol/json.js";
+import { portableSchema } from "../../../protocol/portable-schema.js";
 import type { RelayLink } from "../socket/relay-link.js";
 import { failureResult, toCallToolResult, toolErrorResult } from "../tools/call-result.js";
 import type { CallerToolRegistry } from "../tools/caller-tool-registry.js";
 import type { OublietteToolRegistry } from "../tools/oubliette-tool-registry.js";
+import type { FirstListing } from "./first-listing.js";
 import { startProgressHeartbeat } from "./progress-heartbeat.js";
 
 export const SERVER_NAME = "oubliette-container-client";
@@ -33,6 +35,10 @@ export interface DroidMcpServerOptions {
   logger: Logger;
   version: string;
   progressIntervalMs?: number;
+  /** The first tools/list waits for every source of tools (bounded); absent: it answers at once. */
+  firstListing?: FirstListing;
+  /** How long the first tools/list waits at most; default 15 s. */
+  firstListingTimeoutMs?: number;
 }
 
 interface CallExtra {
@@ -45,6 +51,8 @@ export class DroidMcpServer {
   readonly #options: DroidMcpServerOptions;
   readonly #log: Logger;
   #initialized = false;
+  /** The first tools/list has been answered. */
+  #listed = false;
 
   constructor(options: DroidMcpServerOptions) {
     this.#options = options;
@@ -58,10 +66,23 @@ export class DroidMcpServer {
       this.#log.info({ client: this.#server.getClientVersion() }, "droid connected");
     };
     this.#server.onerror = (err) => this.#log.warn({ err: err.message }, "MCP error");
-    this.#server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: [...options.registry.list(), ...(options.oubliette?.registry.list() ?? [])],
-    }));
+    this.#server.setRequestHandler(ListToolsRequestSchema, async () => {
+      await this.#firstListing();
+      const tools = [...options.registry.list(), ...(options.oubliette?.registry.list() ?? [])];
+      // Every runtime's model API must take every schema: they are served in the portable subset.
+      return { tools: tools.map((tool) => ({ ...tool, inputSchema: portableSchema(tool.inputSchema) })) };
+    });
     this.#server.setRequestHandler(CallToolRequestSchema, (request, extra) => this.#callTool(request, extra));
+  }
+
+  /** Waits (once, bounded) until the agent's first tool list can be complete. */
+  async #firstListing(): Promise<void> {
+    const listing = this.#options.firstListing;
+    if (!listing || this.#listed) return;
+    const missing = await listing.wait(this.#options.firstListingTimeoutMs ?? 15_000);
+    this.#listed = true;
+    if (missing.length > 0)
+      this.#log.warn({ missing }, "answering the first tools/list without every source of tools");
   }
 
   /** Serves the droid over `transport`; `onClose` runs when the droid goes away. */

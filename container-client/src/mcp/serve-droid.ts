@@ -10,6 +10,7 @@ import { AgentEnv, DEFAULT_SOCKET_PATH } from "../../../protocol/socket.js";
 import { RelayLink } from "../socket/relay-link.js";
 import { CallerToolRegistry } from "../tools/caller-tool-registry.js";
 import { DroidMcpServer, SERVER_NAME } from "./droid-mcp-server.js";
+import { FirstListing } from "./first-listing.js";
 import { OublietteToolsClient } from "./oubliette-tools-client.js";
 
 /** Serves the droid on stdio until it goes away. */
@@ -19,15 +20,25 @@ export async function serveDroid(log: Logger, version: string): Promise<void> {
   const apiKey = process.env[API_KEY_ENV] ?? "";
 
   const registry = new CallerToolRegistry();
+  // The agent's first tool list waits for both sources (some CLIs never list again).
+  const listing = new FirstListing([
+    ...(sessionToken !== "" ? (["caller_tools"] as const) : []),
+    ...(sessionToken !== "" && apiKey !== "" ? (["oubliette_tools"] as const) : []),
+  ]);
   const link = new RelayLink({
     socketPath,
     sessionToken,
     logger: log,
     client: { name: SERVER_NAME, version: version },
-    onConnected: () => void oubliette?.refresh(),
+    onConnected: () => void oubliette?.refresh().finally(() => listing.settle("oubliette_tools")),
     onOublietteToolsChanged: () => void oubliette?.refresh(),
+    onRejected: () => {
+      listing.settle("caller_tools");
+      listing.settle("oubliette_tools");
+    },
     // Only called once the link has started, below, after `mcp` exists.
     onConfig: (config) => {
+      listing.settle("caller_tools");
       const changed = registry.replace(config);
       log.info(
         { caller_id: config.caller_id, tools: registry.list().length, changed },
@@ -43,6 +54,7 @@ export async function serveDroid(log: Logger, version: string): Promise<void> {
     registry,
     logger: log,
     version: version,
+    firstListing: listing,
     ...(oubliette
       ? { oubliette: { registry: oubliette.registry, call: (t, a, s) => oubliette.call(t, a, s) } }
       : {}),

@@ -33,6 +33,8 @@ export interface RelayLinkOptions {
   onConnected?(): void;
   /** The host-agent says the droid's Oubliette tools may have changed. */
   onOublietteToolsChanged?(): void;
+  /** The host-agent refused the session's secret: nothing will come over this link. */
+  onRejected?(message: string): void;
 }
 
 export interface CallOptions {
@@ -86,6 +88,7 @@ export class RelayLink {
       },
       rejected: (message) => {
         this.#rejected = message;
+        options.onRejected?.(message);
         for (const [callId, call] of [...this.#calls]) {
           this.#calls.delete(callId);
           call.reject(

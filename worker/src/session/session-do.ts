@@ -73,6 +73,8 @@ export class SessionDurableObject extends DurableObject<Env> {
   #record: SessionRecord | null;
   #log: Log;
   #alarmAt: number | null = null;
+  /** A refused droid key has been told about (until the key works again). */
+  #keyRefusalTold = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -137,7 +139,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       usage: (report) => this.#usage(report),
       childMessage: (params) => this.#droidSpawn(params),
       ownEvents: (params) => this.#droidEvents(params),
-      oublietteTools: async (apiKey) => ({ tools: droidToolList(await this.#keyPrincipal(apiKey)) }),
+      oublietteTools: async (apiKey) => ({ tools: droidToolList(await this.#listingPrincipal(apiKey)) }),
       oublietteCall: async (apiKey, tool, args) =>
         droidCall(tool, args, {
           env: this.env,
@@ -626,6 +628,29 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   /** The caller principal of a droid's API key, checked on every use (-32001 when it is not one). */
+  /**
+   * The principal of the key the droid lists its tools with. A refused key leaves the droid
+   * without Oubliette's tools: the session's subscribers are told, once per refusal streak.
+   */
+  async #listingPrincipal(apiKey: string): Promise<CallerPrincipal> {
+    try {
+      const principal = await this.#keyPrincipal(apiKey);
+      this.#keyRefusalTold = false;
+      return principal;
+    } catch (err) {
+      if (!this.#keyRefusalTold && this.#record && isLive(this.#record.status)) {
+        this.#keyRefusalTold = true;
+        this.#events.emit({
+          type: "system",
+          subtype: "oubliette_key_refused",
+          message:
+            "the droid's API key (OUBLIETTE_API_KEY) was refused (invalid, expired or revoked): it has no Oubliette tools",
+        });
+      }
+      throw err;
+    }
+  }
+
   async #keyPrincipal(apiKey: string): Promise<CallerPrincipal> {
     const principal = await authenticate(this.env, apiKey);
     if (principal?.kind !== "caller")
