@@ -81,7 +81,11 @@ describe("a project's disk bound", () => {
     );
 
     // While it is at its bound the project starts nothing new, and says why.
-    const refused = await e2e.caller.call("session", { action: "spawn", project_id: bounded, new_session: true });
+    const refused = await e2e.caller.call("session", {
+      action: "spawn",
+      project_id: bounded,
+      new_session: true,
+    });
     expect(refused.isError).toBe(true);
     expect(JSON.stringify(refused.content)).toContain("disk bound");
 

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { portableSchema } from "../../protocol/portable-schema.js";
+import { isContainerClientTool, toolSchemaProblem } from "../fixtures/fake-model/tool-rules.js";
 
 /** The keywords any schema node of the result may use. */
 const ALLOWED = new Set([
@@ -147,5 +148,30 @@ describe("portableSchema", () => {
   it("gives a schema-less tool an empty object schema", () => {
     expect(portableSchema(undefined)).toEqual({ type: "object", properties: {} });
     expect(portableSchema({ type: "object" })).toEqual({ type: "object", properties: {} });
+  });
+});
+
+describe("the providers' rules (the fake model refuses what they would)", () => {
+  const asTool = (name: string, schema: unknown) => ({ name, description: "", schema });
+  it("refuse what their APIs refuse", () => {
+    const choice = { type: "object", anyOf: [{ type: "object" }, { type: "object" }] };
+    expect(toolSchemaProblem("anthropic", asTool("mcp__oubliette__x", choice), 0)).toMatch(/top level/);
+    expect(toolSchemaProblem("responses", asTool("x", { type: "string" }), 0)).toMatch(/type: "object"/);
+    expect(
+      toolSchemaProblem(
+        "gemini",
+        asTool("mcp_oubliette_x", { type: "object", properties: { a: { type: "string", pattern: "^a" } } }),
+        3,
+      ),
+    ).toMatch(/Unknown name "pattern"/);
+    expect(
+      toolSchemaProblem(
+        "gemini",
+        asTool("mcp_oubliette_x", { type: "object", properties: { a: { $ref: "#/$defs/A" } } }),
+        0,
+      ),
+    ).toMatch(/undefined schema/);
+    expect(isContainerClientTool(asTool("run_shell_command", {}))).toBe(false);
+    expect(isContainerClientTool({ ...asTool("lookup", {}), namespace: "mcp__oubliette" })).toBe(true);
   });
 });

@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { portableSchema } from "../../protocol/portable-schema.js";
 import { action, argumentsSchema, defineActionTool, defineTool } from "../../worker/src/tools/define.js";
+import { droidToolList } from "../../worker/src/tools/droid-tools.js";
 import { mcpInputSchema } from "../../worker/src/tools/json-schema.js";
 import { ToolRegistry } from "../../worker/src/tools/registry.js";
+import { toolSchemaProblem } from "../fixtures/fake-model/tool-rules.js";
 
 const noop = async () => ({});
 
@@ -97,5 +100,26 @@ describe("ToolRegistry", () => {
       ["thing", false],
       ["single", true],
     ]);
+  });
+});
+
+describe("Oubliette's tools as droids see them", () => {
+  const protocols = ["anthropic", "chat", "responses", "gemini"] as const;
+  const asTool = (name: string, schema: unknown) => ({ name, description: "", schema });
+  const adminTools = droidToolList({ kind: "caller", tokenId: "t", scopes: ["admin"] });
+
+  it("are taken by every provider's API once portable; Gemini's refuses some as they are", () => {
+    expect(adminTools.length).toBeGreaterThan(5);
+    for (const protocol of protocols) {
+      for (const [i, tool] of adminTools.entries()) {
+        const portable = portableSchema(tool.inputSchema);
+        const problem = toolSchemaProblem(protocol, asTool(`oubliette_${tool.name}`, portable), i);
+        expect({ protocol, tool: tool.name, problem }).toEqual({ protocol, tool: tool.name, problem: null });
+      }
+    }
+    const raw = adminTools.map((tool, i) =>
+      toolSchemaProblem("gemini", asTool(`oubliette_${tool.name}`, tool.inputSchema), i),
+    );
+    expect(raw.some((problem) => problem !== null)).toBe(true);
   });
 });
