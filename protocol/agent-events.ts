@@ -50,6 +50,24 @@ export const CommonAgentEventSchemas = [
 ] as const;
 
 /**
+ * The agent's process ended without being asked to and the runner started it again, resuming
+ * its conversation where the CLI can (`resumed`): how it ended, the last lines it wrote on
+ * stderr, and how many restarts this makes in the current window. A turn it was in is failed
+ * (its `completion` has `stop_reason: "error"`); past the restart limit the session fails instead.
+ */
+export const AgentRestartedSchema = z.object({
+  type: z.literal("agent_restarted"),
+  exit_code: z.number().int().nullable(),
+  signal: z.string().max(32).nullable(),
+  /** The kernel killed it for want of memory (the container's memory limit). */
+  out_of_memory: z.boolean().optional(),
+  stderr: z.array(z.string().max(1024)).max(20),
+  restarts: z.number().int().positive(),
+  resumed: z.boolean(),
+  message: z.string().max(2048),
+});
+
+/**
  * What the runner in the container saw happen to the agent. The runner numbers them (`seq`,
  * from 1, per session) and keeps them until the session object has stored them, so they reach
  * it exactly once across host-agent restarts and tunnel cuts.
@@ -67,6 +85,7 @@ export const AgentEventBodySchema = z.discriminatedUnion("type", [
     text: z.string().optional(),
   }),
   z.object({ type: z.literal("droid_log"), text: z.string() }),
+  AgentRestartedSchema,
   ...CommonAgentEventSchemas,
 ]);
 export type AgentEventBody = z.infer<typeof AgentEventBodySchema>;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CommonAgentEventSchemas, DroidStatusSchema } from "./agent-events.js";
+import { AgentRestartedSchema, CommonAgentEventSchemas, DroidStatusSchema } from "./agent-events.js";
 
 export { type DroidStatus, DroidStatusSchema } from "./agent-events.js";
 
@@ -32,6 +32,7 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     text: z.string().optional(),
   }),
   z.object({ ...base, type: z.literal("droid_log"), text: z.string() }),
+  AgentRestartedSchema.extend(base),
   ...CommonAgentEventSchemas.map((schema) => schema.extend(base)),
   /** The session's model usage so far, after each metered model response (host model proxy). */
   z.object({ ...base, type: z.literal("usage"), ...UsageTotalsSchema.shape }),

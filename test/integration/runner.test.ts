@@ -252,10 +252,11 @@ describe("runner", () => {
 
   it("one agent ending ends neither the runner nor the other agent; its slot goes once its end is stored", async () => {
     const side = await twoAgents();
-    await side.message(A, 1, script("bye", [{ op: "exit", code: 3 }]));
+    // Exiting with 0 is the scripted droid ending its session on purpose (any other end is a crash).
+    await side.message(A, 1, script("bye", [{ op: "exit", code: 0 }]));
     await until(() => side.of(A).some((e) => e.type === "droid_status" && e.status === "exited"), "a's exit");
     const exit = side.of(A).find((e) => e.type === "droid_status" && e.status === "exited");
-    expect(exit).toMatchObject({ exit_code: 3 });
+    expect(exit).toMatchObject({ exit_code: 0 });
     side.ack(A, exit?.seq ?? 0);
     await new Promise((r) => setTimeout(r, 300));
     expect(runner?.exitCode).toBeNull();
@@ -268,6 +269,67 @@ describe("runner", () => {
     await next.start();
     await until(() => next.hellos.length === 1, "the runner's reconnect");
     expect(next.hellos[0]?.map((a) => a.session_id)).toEqual([B]);
+  }, 60_000);
+
+  it("starts a crashed agent again: its turn fails, agent_restarted says how, the next message is taken", async () => {
+    const side = await twoAgents();
+    const readyPids = () =>
+      side
+        .outputs(A)
+        .filter((d) => d.op === "ready")
+        .map((d) => Number(d.pid));
+    await side.message(
+      A,
+      1,
+      script("slow", [
+        { op: "print", data: "in" },
+        { op: "sleep", ms: 60_000 },
+      ]),
+    );
+    await until(() => side.outputs(A).some((d) => d.op === "print" && d.data === "in"), "a's turn under way");
+    process.kill(readyPids()[0] ?? 0, "SIGKILL");
+    await until(() => side.of(A).some((e) => e.type === "agent_restarted"), "a's restart");
+    const restarted = side.of(A).find((e) => e.type === "agent_restarted");
+    expect(restarted).toMatchObject({ signal: "SIGKILL", exit_code: null, restarts: 1, resumed: false });
+    expect(restarted?.type === "agent_restarted" ? restarted.message : "").toContain("killed by SIGKILL");
+    // The turn it was in is over, as failed, and says why.
+    expect(side.of(A).find((e) => e.type === "completion")).toMatchObject({
+      message_seq: 1,
+      stop_reason: "error",
+    });
+    expect(side.of(A).some((e) => e.type === "error" && e.message.includes("turn of message 1"))).toBe(true);
+    await until(() => readyPids().length === 2, "a's new process");
+    expect(readyPids()[1]).not.toBe(readyPids()[0]);
+    // The session goes on: the next message reaches the new process, and b never noticed.
+    await side.message(A, 2, script("after", [{ op: "print", data: "after" }]));
+    await until(done(A, "after"), "a's script after the restart");
+    expect(side.of(A).some((e) => e.type === "droid_status" && e.status !== "running")).toBe(false);
+    await side.message(B, 1, script("b", [{ op: "print", data: "b" }]));
+    await until(done(B, "b"), "b unaffected");
+  }, 60_000);
+
+  it("gives up on an agent that keeps dying: the session fails, saying why", async () => {
+    const side = await twoAgents();
+    const readyPids = () =>
+      side
+        .outputs(A)
+        .filter((d) => d.op === "ready")
+        .map((d) => Number(d.pid));
+    for (let kill = 1; kill <= 4; kill += 1) {
+      await until(() => readyPids().length === kill, `a's process ${kill}`, 30_000);
+      process.kill(readyPids()[kill - 1] ?? 0, "SIGKILL");
+    }
+    await until(
+      () => side.of(A).some((e) => e.type === "droid_status" && e.status === "failed"),
+      "a's failure",
+      30_000,
+    );
+    const failed = side.of(A).find((e) => e.type === "droid_status" && e.status === "failed");
+    expect(failed?.type === "droid_status" ? failed.message : "").toMatch(
+      /4th unexpected end within 120 s; it is not started again/,
+    );
+    expect(side.of(A).filter((e) => e.type === "agent_restarted")).toHaveLength(3);
+    expect(readyPids()).toHaveLength(4);
   }, 60_000);
 
   it("stops one agent when asked and forwards agents' stderr, prefixed by session, to its own", async () => {

@@ -8,6 +8,8 @@ import { JsonValueSchema } from "../../../protocol/json.js";
 /** Result of `initialize` (only who the agent is, for the start-up event). */
 export const InitializeResultSchema = z.object({
   agentInfo: z.object({ name: z.string(), version: z.string().optional() }).optional(),
+  /** `loadSession`: the agent can take up a session it kept (`session/load`). */
+  agentCapabilities: z.looseObject({ loadSession: z.boolean().optional() }).optional(),
 });
 
 /** Result of `session/new`. */

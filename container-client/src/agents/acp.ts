@@ -1,9 +1,11 @@
 /**
  * The Agent Client Protocol adapter (JSON-RPC 2.0 lines), shared by OpenCode (`opencode acp`)
  * and Gemini CLI (`gemini --acp`); each of them only says how it starts (`AcpAgent`). The
- * handshake is `initialize` → `session/new`; each droid message is a `session/prompt` whose
- * response ends the turn, one at a time; an interrupt is the `session/cancel` notification, and
- * the cancelled prompt's response (`stopReason: "cancelled"`) ends the turn.
+ * handshake is `initialize` → `session/new` (or, to take up a conversation after a crash,
+ * `session/load`, whose replay of the history is not news and makes no events); each droid
+ * message is a `session/prompt` whose response ends the turn, one at a time; an interrupt is the
+ * `session/cancel` notification, and the cancelled prompt's response (`stopReason: "cancelled"`)
+ * ends the turn.
  */
 import type { AgentEventBody, StopReason } from "../../../protocol/agent-events.js";
 import { MessageText } from "./acp-message.js";
@@ -54,6 +56,8 @@ class AcpDriver extends RpcDriver {
   readonly #text = new MessageText();
   #sessionId = "";
   #agentName: string | undefined;
+  /** While `session/load` replays the conversation, its updates are history, not events. */
+  #loading = false;
 
   constructor(context: DriverContext, agent: AcpAgent) {
     super(context, { jsonrpc: true, handshake: ["initialize", "session/new"], turnMethod: "session/prompt" });
@@ -62,6 +66,10 @@ class AcpDriver extends RpcDriver {
 
   launch(): AgentLaunch {
     return this.#agent.launch(this.context);
+  }
+
+  conversationId(): string | undefined {
+    return this.#sessionId === "" ? undefined : this.#sessionId;
   }
 
   start(): string[] {
@@ -87,16 +95,35 @@ class AcpDriver extends RpcDriver {
   protected onResult(method: string | undefined, result: unknown): DriverOutput {
     switch (method) {
       case "initialize": {
-        const info = InitializeResultSchema.safeParse(result).data?.agentInfo;
+        const init = InitializeResultSchema.safeParse(result).data;
+        const info = init?.agentInfo;
         if (info) this.#agentName = [info.name, info.version].filter(Boolean).join(" ");
-        return output([], [this.rpc.request("session/new", this.#newSession())]);
+        const resume = this.context.resume;
+        if (resume !== undefined && init?.agentCapabilities?.loadSession === true) {
+          this.#loading = true;
+          this.#sessionId = resume;
+          return output([], [this.rpc.request("session/load", { ...this.#newSession(), sessionId: resume })]);
+        }
+        const warning: AgentEventBody[] =
+          resume !== undefined
+            ? [
+                {
+                  type: "system",
+                  subtype: "warning",
+                  message: "the agent cannot load its earlier session: a new conversation starts",
+                },
+              ]
+            : [];
+        return output(warning, [this.rpc.request("session/new", this.#newSession())]);
       }
+      case "session/load":
+        this.#loading = false;
+        return this.#ready(true);
       case "session/new": {
         const session = NewSessionResultSchema.safeParse(result);
         if (!session.success) return this.cannotStart("session/new answered without a session id");
         this.#sessionId = session.data.sessionId;
-        const data = { session_id: this.#sessionId, ...(this.#agentName ? { agent: this.#agentName } : {}) };
-        return output([{ type: "system", subtype: "init", data }], this.turns.open());
+        return this.#ready(false);
       }
       case "session/prompt": {
         const stop = PromptResultSchema.safeParse(result).data?.stopReason ?? "end_turn";
@@ -111,8 +138,35 @@ class AcpDriver extends RpcDriver {
     }
   }
 
+  /** A session that cannot be loaded is not fatal: a new one starts (and says so). */
+  protected override onRequestError(method: string | undefined, message: string): DriverOutput | undefined {
+    if (method !== "session/load") return undefined;
+    this.#loading = false;
+    this.#sessionId = "";
+    return output(
+      [
+        {
+          type: "system",
+          subtype: "warning",
+          message: `the earlier session could not be loaded (${message}): a new conversation starts`,
+        },
+      ],
+      [this.rpc.request("session/new", this.#newSession())],
+    );
+  }
+
+  /** The session is there: it may take turns. */
+  #ready(resumed: boolean): DriverOutput {
+    const data = {
+      session_id: this.#sessionId,
+      ...(this.#agentName ? { agent: this.#agentName } : {}),
+      ...(resumed ? { resumed: true } : {}),
+    };
+    return output([{ type: "system", subtype: "init", data }], this.turns.open());
+  }
+
   protected onNotification(method: string, params: unknown): DriverOutput {
-    if (method !== "session/update") return NOTHING;
+    if (method !== "session/update" || this.#loading) return NOTHING;
     const parsed = SessionUpdateSchema.safeParse(params);
     if (!parsed.success || parsed.data.sessionId !== this.#sessionId) return NOTHING;
     const { update } = parsed.data;

@@ -14,6 +14,7 @@ import { Turns } from "./turns.js";
 
 export function claudeDriver(context: DriverContext): AgentDriver {
   const turns = new Turns();
+  let sessionId: string | undefined;
   let interrupts = 0;
   let interrupting = false;
   const mcpConfig = `${context.home}/.oubliette/mcp.json`;
@@ -34,6 +35,8 @@ export function claudeDriver(context: DriverContext): AgentDriver {
         "--dangerously-skip-permissions",
         "--model",
         context.model,
+        // After a crash, the same conversation (Claude Code keeps it in its home).
+        ...(context.resume !== undefined ? ["--resume", context.resume] : []),
       ],
       env: {
         ANTHROPIC_BASE_URL: context.modelBaseUrl,
@@ -74,9 +77,12 @@ export function claudeDriver(context: DriverContext): AgentDriver {
         }),
       ];
     },
+    conversationId: () => sessionId,
     read(line) {
       const o = jsonObject(line);
       if (!o) return { events: [{ type: "droid_output", text: line }], write: [] };
+      if ((o.type === "system" || o.type === "result") && typeof o.session_id === "string")
+        sessionId = o.session_id;
       const out = readClaudeLine(o, turns, interrupting);
       if (o.type === "result") interrupting = false;
       return out;

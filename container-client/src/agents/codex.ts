@@ -42,11 +42,19 @@ class CodexDriver extends RpcDriver {
   #interruptWanted = false;
 
   constructor(context: DriverContext) {
-    super(context, { jsonrpc: false, handshake: ["initialize", "thread/start"], turnMethod: "turn/start" });
+    super(context, {
+      jsonrpc: false,
+      handshake: ["initialize", "thread/start", "thread/resume"],
+      turnMethod: "turn/start",
+    });
   }
 
   launch() {
     return codexLaunch(this.context);
+  }
+
+  conversationId(): string | undefined {
+    return this.#threadId === "" ? undefined : this.#threadId;
   }
 
   start(): string[] {
@@ -72,25 +80,24 @@ class CodexDriver extends RpcDriver {
 
   protected onResult(method: string | undefined, result: unknown): DriverOutput {
     switch (method) {
-      case "initialize":
-        return output(
-          [],
-          [
-            this.rpc.notify("initialized"),
-            this.rpc.request("thread/start", {
-              cwd: this.context.cwd,
-              approvalPolicy: "never",
-              sandbox: "danger-full-access",
-            }),
-          ],
-        );
-      case "thread/start": {
+      case "initialize": {
+        const settings = { cwd: this.context.cwd, approvalPolicy: "never", sandbox: "danger-full-access" };
+        // After a crash the same thread goes on (Codex keeps it in CODEX_HOME).
+        const thread =
+          this.context.resume !== undefined
+            ? this.rpc.request("thread/resume", { threadId: this.context.resume, ...settings })
+            : this.rpc.request("thread/start", settings);
+        return output([], [this.rpc.notify("initialized"), thread]);
+      }
+      case "thread/start":
+      case "thread/resume": {
         const thread = ThreadStartResultSchema.safeParse(result);
-        if (!thread.success) return this.cannotStart("thread/start answered without a thread id");
+        if (!thread.success) return this.cannotStart(`${method} answered without a thread id`);
         this.#threadId = thread.data.thread.id;
         const data = {
           thread_id: this.#threadId,
           ...(thread.data.model ? { model: thread.data.model } : {}),
+          ...(method === "thread/resume" ? { resumed: true } : {}),
         };
         return output([{ type: "system", subtype: "init", data }], this.turns.open());
       }

@@ -42,6 +42,11 @@ export interface DriverContext {
   /** The CLI's argv prefix (from the runtime catalogue, or the image's command for the scripted agent). */
   command: readonly string[];
   mcpServer: McpServerSpec;
+  /**
+   * The CLI's own id of the conversation to continue (what `conversationId` said before the
+   * process died): the new process resumes it with the CLI's own mechanism.
+   */
+  resume?: string | undefined;
 }
 
 /** A file the runner writes (as the agent's user, mode 0600) before it starts the agent. */
@@ -77,6 +82,13 @@ export interface AgentDriver {
   interrupt(): string[];
   /** One line the agent printed on stdout. */
   read(line: string): DriverOutput;
+  /** The CLI's own id of this conversation, once it has said it (to resume after a crash). */
+  conversationId?(): string | undefined;
+  /**
+   * Whether an exit nobody asked for is a crash to recover from (restart and resume); default:
+   * always. The scripted droid ends its session on purpose by exiting with 0.
+   */
+  crashed?(exit: { exitCode: number | null; signal: string | null }): boolean;
 }
 
 export type DriverFactory = (context: DriverContext) => AgentDriver;

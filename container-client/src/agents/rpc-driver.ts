@@ -75,7 +75,14 @@ export abstract class RpcDriver implements AgentDriver {
     return output([{ type: "error", message }, ...this.turns.fail()]);
   }
 
+  /** An error answer to this driver's request `method` it handles itself (undefined: the default). */
+  protected onRequestError(_method: string | undefined, _message: string): DriverOutput | undefined {
+    return undefined;
+  }
+
   #onError(method: string | undefined, message: string): DriverOutput {
+    const own = this.onRequestError(method, message);
+    if (own !== undefined) return own;
     const error: AgentEventBody = { type: "error", message: `${method ?? "a request"} failed: ${message}` };
     if (method !== undefined && this.#handshake.has(method)) return this.cannotStart(error.message);
     if (method === this.#turnMethod) return this.endTurn("error", [error]);

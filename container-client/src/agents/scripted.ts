@@ -15,6 +15,8 @@ export function scriptedDriver(context: DriverContext): AgentDriver {
     send: (seq, text) => [JSON.stringify({ type: "message", seq, text })],
     interrupt: () => [JSON.stringify(InterruptLineSchema.parse({ type: "interrupt" }))],
     read: readScriptedLine,
+    // The test droid's `exit` step ends its session on purpose; any other end is a crash.
+    crashed: (exit) => exit.exitCode !== 0,
   };
 }
 

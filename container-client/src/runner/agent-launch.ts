@@ -9,7 +9,7 @@ import { isAbsolute, join } from "node:path";
 import { type AgentRuntime, CLI_RUNTIMES } from "../../../protocol/agent-runtimes.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { AgentEnv, type AgentLaunchSpec } from "../../../protocol/socket.js";
-import type { AgentDriver, AgentLaunch } from "../agents/driver.js";
+import type { AgentDriver, AgentLaunch, DriverContext } from "../agents/driver.js";
 import { DRIVERS } from "../agents/registry.js";
 
 export interface LaunchSettings {
@@ -27,11 +27,14 @@ export interface LaunchSettings {
 
 export interface PreparedLaunch {
   runtime: AgentRuntime;
-  driver: AgentDriver;
-  launch: AgentLaunch;
-  /** The agent's home to create first (CLI runtimes). */
-  home?: string;
+  /** The agent's home to create first. */
+  home: string;
   modelToken?: string;
+  /**
+   * A driver and its launch for one process of the agent: the first one, or after a crash one
+   * that resumes the CLI's conversation `resume` (its own id, from the dead process's driver).
+   */
+  build(resume?: string): { driver: AgentDriver; launch: AgentLaunch };
 }
 
 export interface LaunchRequest {
@@ -68,8 +71,15 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       [AgentEnv.sessionToken]: request.sessionToken,
     },
   };
+  const builder =
+    (context: Omit<DriverContext, "resume">) =>
+    (resume?: string): { driver: AgentDriver; launch: AgentLaunch } => {
+      const driver = factory({ ...context, ...(resume !== undefined ? { resume } : {}) });
+      const launch = driver.launch();
+      return { driver, launch: { ...launch, env: { ...launch.env, HOME: home } } };
+    };
   if (runtime === "scripted") {
-    const driver = factory({
+    const build = builder({
       runtime,
       sessionId: request.sessionId,
       cwd: request.cwd,
@@ -80,8 +90,7 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       command: settings.scriptedCommand,
       mcpServer,
     });
-    const launch = driver.launch();
-    return { runtime, driver, launch: { ...launch, env: { ...launch.env, HOME: home } }, home };
+    return { runtime, home, build };
   }
   const cli = CLI_RUNTIMES[runtime];
   const missing = cli.command.find((part) => isAbsolute(part) && !existsSync(part));
@@ -108,7 +117,7 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       reason: "invalid",
     });
   }
-  const driver = factory({
+  const build = builder({
     runtime,
     sessionId: request.sessionId,
     cwd: request.cwd,
@@ -119,6 +128,5 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
     command: cli.command,
     mcpServer,
   });
-  const launch = driver.launch();
-  return { runtime, driver, launch: { ...launch, env: { ...launch.env, HOME: home } }, home, modelToken };
+  return { runtime, home, build, modelToken };
 }

@@ -34,6 +34,8 @@ export interface AgentProcessOptions {
   gid?: number;
   logger: Logger;
   onEvent(event: AgentEventBody): void;
+  /** The last droid message an earlier process of this agent was given (a restart goes on from it). */
+  deliveredSeq?: number;
 }
 
 export class AgentProcess {
@@ -51,6 +53,7 @@ export class AgentProcess {
     this.exited = exited;
     this.#log = options.logger.child({ agent_pid: this.pid });
     this.#driver = options.driver;
+    this.#deliveredSeq = options.deliveredSeq ?? 0;
     child.stdin?.on("error", (err) => this.#log.debug({ err: err.message }, "agent stdin closed"));
     if (child.stdout) {
       readLines(child.stdout, (line) => {
@@ -98,6 +101,11 @@ export class AgentProcess {
 
   get deliveredSeq(): number {
     return this.#deliveredSeq;
+  }
+
+  /** The driver of this process (it knows the CLI's conversation id, to resume it). */
+  get driver(): AgentDriver {
+    return this.#driver;
   }
 
   get running(): boolean {

@@ -1,8 +1,15 @@
 /**
- * One session's agent as the runner keeps it: the process (started once), the droid messages
- * written to it (each seq once), and its numbered events, kept (bounded) until the host-agent
- * says the session object stored them. The slot outlives the process until its last event, the
- * one reporting the end, is stored; then the runner forgets it.
+ * One session's agent as the runner keeps it: the process (started once, and started again
+ * after a crash), the droid messages written to it (each seq once, across restarts), and its
+ * numbered events, kept (bounded) until the host-agent says the session object stored them.
+ *
+ * An agent that ends without being asked to (a crash, the kernel's OOM killer, a CLI bug) does
+ * not end the session: the turn it was in fails with a clear error, an `agent_restarted` event
+ * says how it ended and what it last wrote on stderr, and a new process takes the conversation
+ * up with the CLI's own resume mechanism (the dead driver's `conversationId`). Past the restart
+ * limit (RESTARTS within RESTART_WINDOW_MS) the slot gives up and the session fails, saying why.
+ * The slot outlives the process until its last event, the one reporting the end, is stored; then
+ * the runner forgets it.
  */
 import type { Logger } from "../../../lib/log.js";
 import type { AgentEvent, AgentEventBody } from "../../../protocol/agent-events.js";
@@ -12,6 +19,7 @@ import { prepareHome } from "./agent-home.js";
 import type { PreparedLaunch } from "./agent-launch.js";
 import { type AgentExit, AgentProcess } from "./agent-process.js";
 import { EventBuffer } from "./event-buffer.js";
+import { oomKills } from "./oom-kills.js";
 
 export interface AgentSlotOptions {
   sessionId: string;
@@ -27,26 +35,44 @@ export interface AgentSlotOptions {
   send(events: AgentEvent[]): void;
   /** One stderr line of the agent, for the runner's own output (what `docker logs` shows). */
   echo(line: string): void;
+  /** Restart policy (tests shorten it); default 3 restarts within 2 minutes, 1 s apart and more. */
+  restarts?: { max: number; windowMs: number; delayMs: number };
 }
 
 /** Per agent; many agents share one runner, so each buffer is smaller than a lone agent's was. */
 const BUFFER_LIMITS = { maxEvents: 10_000, maxBytes: 8 * 1024 * 1024 };
+const DEFAULT_RESTARTS = { max: 3, windowMs: 120_000, delayMs: 1_000 };
+/** The last stderr lines an `agent_restarted` event carries. */
+const STDERR_TAIL = 12;
+const STDERR_LINE_CHARS = 512;
 
 export class AgentSlot {
   readonly #o: AgentSlotOptions;
+  readonly #policy: { max: number; windowMs: number; delayMs: number };
   readonly #events = new EventBuffer(BUFFER_LIMITS);
   #agent: AgentProcess | null = null;
   #starting: Promise<AgentProcess> | null = null;
+  /** Set once the agent is over for good (asked to stop, ended on purpose, failed, gave up). */
   #exit: AgentExit | null = null;
   /** The seq of the event that reports the agent's end; once stored, the slot is done. */
   #exitSeq: number | null = null;
-  /** Messages that arrived while the agent was starting. */
+  #stopping = false;
+  /** Messages that arrived while the agent was (re)starting. */
   #early: { seq: number; text: string; resolve(): void; reject(err: Error): void }[] = [];
   /** Events of this tick, sent together. */
   #outgoing: AgentEvent[] = [];
+  /** The last droid message written, across processes. */
+  #deliveredSeq = 0;
+  /** Droid messages written whose turn has not completed. */
+  readonly #openTurns = new Set<number>();
+  /** When the agent was restarted lately (within the window). */
+  #restarts: number[] = [];
+  readonly #stderr: string[] = [];
+  #oomBaseline: number | null = null;
 
   constructor(options: AgentSlotOptions) {
     this.#o = options;
+    this.#policy = options.restarts ?? DEFAULT_RESTARTS;
   }
 
   get sessionId(): string {
@@ -76,7 +102,7 @@ export class AgentSlot {
     return this.#events.pending();
   }
 
-  /** What `hello` reports of this agent. */
+  /** What `hello` reports of this agent (a restarting agent is still running). */
   state(): RunnerAgent {
     const status = this.#exit ? "exited" : this.#agent || this.#starting ? "running" : "idle";
     return {
@@ -85,7 +111,7 @@ export class AgentSlot {
       status,
       exit_code: this.#exit?.exitCode ?? null,
       signal: this.#exit?.signal ?? null,
-      delivered_message_seq: this.#agent?.deliveredSeq ?? 0,
+      delivered_message_seq: this.#deliveredSeq,
       ...(this.#o.launch.modelToken !== undefined ? { model_token: this.#o.launch.modelToken } : {}),
       ...(this.#o.uid !== undefined ? { uid: this.#o.uid } : {}),
       ...(this.#o.gid !== undefined ? { gid: this.#o.gid } : {}),
@@ -96,49 +122,34 @@ export class AgentSlot {
   start(): Promise<AgentProcess> {
     if (this.#agent) return Promise.resolve(this.#agent);
     if (this.#exit) return Promise.reject(ended("the agent already ended"));
-    const { driver, launch, home } = this.#o.launch;
-    this.#starting ??= prepareHome(home, launch.files, this.#o.uid, this.#o.gid)
-      .then(() =>
-        AgentProcess.start({
-          argv: launch.argv,
-          driver,
-          env: { ...this.#o.env, ...launch.env },
-          cwd: this.#o.cwd,
-          uid: this.#o.uid,
-          gid: this.#o.gid,
-          logger: this.#o.logger,
-          onEvent: (event) => this.#emit(event),
-        }),
-      )
-      .then(
-        (agent) => {
-          this.#agent = agent;
-          this.#o.logger.info({ pid: agent.pid, cwd: this.#o.cwd, uid: this.#o.uid }, "agent started");
-          this.#emit({ type: "droid_status", status: "running" });
-          void agent.exited.then((exit) => this.#ended(exit));
-          for (const m of this.#early.splice(0)) agent.deliver(m.seq, m.text).then(m.resolve, m.reject);
-          return agent;
-        },
-        (err: Error) => {
-          this.#starting = null;
-          this.#exit = { exitCode: null, signal: null };
-          this.#exitSeq = this.#emit({ type: "droid_status", status: "failed", message: err.message });
-          throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: "runtime_error" });
-        },
-      );
+    this.#starting ??= this.#launch(undefined).then(
+      (agent) => {
+        this.#emit({ type: "droid_status", status: "running" });
+        return agent;
+      },
+      (err: Error) => {
+        this.#starting = null;
+        this.#finish(
+          { exitCode: null, signal: null },
+          { type: "droid_status", status: "failed", message: err.message },
+        );
+        throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: "runtime_error" });
+      },
+    );
     return this.#starting;
   }
 
-  /** Writes droid message `seq` once (waiting for a starting agent). */
+  /** Writes droid message `seq` once (waiting for a starting or restarting agent). */
   async deliver(seq: number, text: string): Promise<number> {
+    if (seq <= this.#deliveredSeq) return this.#deliveredSeq;
     const agent = this.#agent;
     if (agent) {
-      await agent.deliver(seq, text);
-      return agent.deliveredSeq;
+      await this.#write(agent, seq, text);
+      return this.#deliveredSeq;
     }
     if (this.#exit) throw ended("the agent has ended");
     await new Promise<void>((resolve, reject) => this.#early.push({ seq, text, resolve, reject }));
-    return this.#agent?.deliveredSeq ?? seq;
+    return Math.max(this.#deliveredSeq, seq);
   }
 
   /** Interrupts the agent's turn in flight; false when there is no running agent to interrupt. */
@@ -152,6 +163,7 @@ export class AgentSlot {
 
   /** Ends the agent in steps (idempotent); resolves with how it ended. */
   async stop(graceMs: number): Promise<AgentExit> {
+    this.#stopping = true;
     if (this.#agent) return this.#agent.stop(graceMs);
     if (this.#starting) {
       const agent = await this.#starting.catch(() => null);
@@ -165,16 +177,136 @@ export class AgentSlot {
     this.#events.ack(seq);
   }
 
-  #ended(exit: AgentExit): void {
-    this.#exit = exit;
+  /** Starts one process of the agent (resuming `resume`), and watches it. */
+  async #launch(resume: string | undefined): Promise<AgentProcess> {
+    const { driver, launch } = this.#o.launch.build(resume);
+    await prepareHome(this.#o.launch.home, launch.files, this.#o.uid, this.#o.gid);
+    this.#oomBaseline = await oomKills();
+    const agent = await AgentProcess.start({
+      argv: launch.argv,
+      driver,
+      env: { ...this.#o.env, ...launch.env },
+      cwd: this.#o.cwd,
+      uid: this.#o.uid,
+      gid: this.#o.gid,
+      logger: this.#o.logger,
+      deliveredSeq: this.#deliveredSeq,
+      onEvent: (event) => this.#emit(event),
+    });
+    this.#agent = agent;
+    this.#starting = null;
+    this.#o.logger.info({ pid: agent.pid, cwd: this.#o.cwd, uid: this.#o.uid, resume }, "agent started");
+    void agent.exited.then((exit) => void this.#ended(agent, exit));
+    for (const m of this.#early.splice(0)) this.#write(agent, m.seq, m.text).then(m.resolve, m.reject);
+    return agent;
+  }
+
+  async #write(agent: AgentProcess, seq: number, text: string): Promise<void> {
+    await agent.deliver(seq, text);
+    this.#deliveredSeq = Math.max(this.#deliveredSeq, seq);
+    this.#openTurns.add(seq);
+  }
+
+  async #ended(agent: AgentProcess, exit: AgentExit): Promise<void> {
+    if (this.#agent !== agent) return;
+    this.#agent = null;
     this.#o.logger.info({ exit_code: exit.exitCode, signal: exit.signal }, "agent exited");
+    const crashed = !this.#stopping && (agent.driver.crashed?.(exit) ?? true);
+    if (!crashed) {
+      this.#finish(exit, { type: "droid_status", status: "exited", exit_code: exit.exitCode });
+      return;
+    }
+    const now = Date.now();
+    this.#restarts = this.#restarts.filter((at) => now - at < this.#policy.windowMs);
+    const how = await this.#describe(exit);
+    this.#failOpenTurns(how);
+    if (this.#restarts.length >= this.#policy.max) {
+      const message =
+        `the agent ${how} — its ${this.#restarts.length + 1}${ordinal(this.#restarts.length + 1)} unexpected end within ` +
+        `${Math.round(this.#policy.windowMs / 1000)} s; it is not started again${this.#stderrNote()}`;
+      this.#finish(exit, { type: "droid_status", status: "failed", exit_code: exit.exitCode, message });
+      return;
+    }
+    this.#restarts.push(now);
+    const resume = agent.driver.conversationId?.();
+    this.#emit({
+      type: "agent_restarted",
+      exit_code: exit.exitCode,
+      signal: exit.signal,
+      ...(how.includes("out of memory") ? { out_of_memory: true } : {}),
+      stderr: [...this.#stderr],
+      restarts: this.#restarts.length,
+      resumed: resume !== undefined,
+      message:
+        `the agent ${how}; it is started again` +
+        (resume !== undefined
+          ? " and takes its conversation up"
+          : " with a new conversation (none to resume yet)"),
+    });
+    const delay = this.#policy.delayMs * this.#restarts.length;
+    this.#starting = new Promise<void>((resolve) => setTimeout(resolve, delay)).then(() => {
+      if (this.#stopping) throw ended("the agent was stopped while restarting");
+      return this.#launch(resume);
+    });
+    this.#starting.catch((err: Error) => {
+      this.#starting = null;
+      if (this.#stopping)
+        this.#finish(exit, { type: "droid_status", status: "exited", exit_code: exit.exitCode });
+      else
+        this.#finish(exit, {
+          type: "droid_status",
+          status: "failed",
+          message: `the agent could not be started again: ${err.message}`,
+        });
+    });
+  }
+
+  /** How the agent ended, in words (the kernel's OOM kill said as such). */
+  async #describe(exit: AgentExit): Promise<string> {
+    if (exit.signal === "SIGKILL") {
+      const kills = await oomKills();
+      if (kills !== null && this.#oomBaseline !== null && kills > this.#oomBaseline)
+        return "was killed by the kernel for want of memory (out of memory: raise the project's limits.memory_mb)";
+    }
+    return exit.signal !== null
+      ? `was killed by ${exit.signal}`
+      : `exited with code ${exit.exitCode ?? "unknown"}`;
+  }
+
+  /** Every turn the dead process was in ends as failed, saying so. */
+  #failOpenTurns(how: string): void {
+    for (const seq of [...this.#openTurns].sort((a, b) => a - b)) {
+      this.#emit({
+        type: "error",
+        message: `the agent ${how} during the turn of message ${seq}: that turn is lost`,
+      });
+      this.#emit({ type: "completion", message_seq: seq, stop_reason: "error" });
+    }
+    this.#openTurns.clear();
+  }
+
+  /** The agent is over for good: `event` says how; nothing waits for it any more. */
+  #finish(exit: AgentExit, event: AgentEventBody): void {
+    if (this.#exit) return;
+    this.#exit = exit;
     for (const m of this.#early.splice(0)) m.reject(new Error("the agent has ended"));
-    this.#exitSeq = this.#emit({ type: "droid_status", status: "exited", exit_code: exit.exitCode });
+    this.#exitSeq = this.#emit(event);
+  }
+
+  #stderrNote(): string {
+    const last = this.#stderr.slice(-3);
+    return last.length > 0 ? `; its last stderr lines: ${last.join(" | ")}` : "";
   }
 
   /** Keeps an event and sends it soon (events of one tick go together); returns its seq. */
   #emit(body: AgentEventBody): number {
-    if (body.type === "droid_log") this.#o.echo(body.text);
+    if (body.type === "droid_log") {
+      this.#o.echo(body.text);
+      this.#stderr.push(body.text.slice(0, STDERR_LINE_CHARS));
+      if (this.#stderr.length > STDERR_TAIL) this.#stderr.shift();
+    }
+    if (body.type === "completion" && body.message_seq !== undefined)
+      this.#openTurns.delete(body.message_seq);
     const fresh = this.#events.push(body);
     this.#outgoing.push(...fresh);
     if (this.#outgoing.length === fresh.length) {
@@ -182,6 +314,16 @@ export class AgentSlot {
     }
     return fresh.at(-1)?.seq ?? 0;
   }
+}
+
+function ordinal(n: number): string {
+  return n % 10 === 1 && n % 100 !== 11
+    ? "st"
+    : n % 10 === 2 && n % 100 !== 12
+      ? "nd"
+      : n % 10 === 3 && n % 100 !== 13
+        ? "rd"
+        : "th";
 }
 
 function ended(message: string): RpcError {
