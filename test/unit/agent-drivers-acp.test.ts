@@ -399,3 +399,65 @@ describe("Gemini CLI launch", () => {
     expect(sessionNew?.params).toEqual({ cwd: "/workspace/default", mcpServers: [] });
   });
 });
+
+describe("ACP driver after a crash", () => {
+  it("takes the session up with session/load, keeps its history replay out of the events, then prompts", () => {
+    const driver = opencodeDriver(testContext({ runtime: "opencode", resume: "ses_earlier" }));
+    expect(driver.send(3, "go on")).toEqual([]);
+    const [initialize] = parsed(driver.start());
+    const [load] = parsed(
+      driver.read(
+        line({
+          id: initialize?.id,
+          result: { protocolVersion: 1, agentCapabilities: { loadSession: true } },
+        }),
+      ).write,
+    );
+    expect(load).toMatchObject({
+      method: "session/load",
+      params: { sessionId: "ses_earlier", cwd: "/workspace/default" },
+    });
+    // The replayed conversation is history: no events for it.
+    const replay = driver.read(
+      line({
+        method: "session/update",
+        params: {
+          sessionId: "ses_earlier",
+          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "old" } },
+        },
+      }),
+    );
+    expect(replay.events).toEqual([]);
+    const ready = driver.read(line({ id: load?.id, result: null }));
+    expect(ready.events).toEqual([
+      { type: "system", subtype: "init", data: { session_id: "ses_earlier", resumed: true } },
+    ]);
+    expect(parsed(ready.write)).toMatchObject([
+      { method: "session/prompt", params: { sessionId: "ses_earlier", prompt: [{ text: "go on" }] } },
+    ]);
+    expect(driver.conversationId?.()).toBe("ses_earlier");
+  });
+
+  it("starts a new session, and says so, when the agent cannot load the old one", () => {
+    const driver = opencodeDriver(testContext({ runtime: "opencode", resume: "ses_earlier" }));
+    const [initialize] = parsed(driver.start());
+    const [load] = parsed(
+      driver.read(
+        line({
+          id: initialize?.id,
+          result: { protocolVersion: 1, agentCapabilities: { loadSession: true } },
+        }),
+      ).write,
+    );
+    const failed = driver.read(line({ id: load?.id, error: { code: -32603, message: "no such session" } }));
+    expect(failed.events).toMatchObject([
+      { type: "system", subtype: "warning", message: expect.stringContaining("no such session") },
+    ]);
+    expect(parsed(failed.write)).toMatchObject([{ method: "session/new" }]);
+    const without = opencodeDriver(testContext({ runtime: "opencode", resume: "ses_earlier" }));
+    const [init2] = parsed(without.start());
+    const fresh = without.read(line({ id: init2?.id, result: { protocolVersion: 1 } }));
+    expect(fresh.events).toMatchObject([{ type: "system", subtype: "warning" }]);
+    expect(parsed(fresh.write)).toMatchObject([{ method: "session/new" }]);
+  });
+});

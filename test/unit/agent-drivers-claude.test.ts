@@ -133,3 +133,23 @@ describe("Claude Code adapter", () => {
     ]);
   });
 });
+
+describe("Claude Code adapter after a crash", () => {
+  it("knows its session id from the init line, and a relaunch resumes it (--resume)", () => {
+    const context = testContext({
+      runtime: "claude",
+      model: "claude-sonnet-4-5",
+      command: ["/opt/agents/claude/claude"],
+    });
+    const driver = claudeDriver(context);
+    expect(driver.conversationId?.()).toBeUndefined();
+    driver.read(JSON.stringify({ type: "system", subtype: "init", session_id: "c0ffee", model: "m" }));
+    expect(driver.conversationId?.()).toBe("c0ffee");
+    const argv = claudeDriver({ ...context, resume: "c0ffee" }).launch().argv;
+    expect(argv.slice(argv.indexOf("--resume"), argv.indexOf("--resume") + 2)).toEqual([
+      "--resume",
+      "c0ffee",
+    ]);
+    expect(driver.launch().argv).not.toContain("--resume");
+  });
+});

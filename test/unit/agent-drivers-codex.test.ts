@@ -354,3 +354,29 @@ describe("TOML writer", () => {
     );
   });
 });
+
+describe("codex driver after a crash", () => {
+  it("resumes the thread it had (thread/resume) and goes on with turns on it", () => {
+    const driver = codexDriver(
+      testContext({
+        runtime: "codex",
+        model: "gpt-5",
+        command: ["/opt/agents/codex/codex"],
+        resume: "thr_9",
+      }),
+    );
+    driver.send(2, "again");
+    const [initialize] = parsed(driver.start());
+    const after = parsed(driver.read(line({ id: initialize?.id, result: {} })).write);
+    expect(after[1]).toMatchObject({
+      method: "thread/resume",
+      params: { threadId: "thr_9", approvalPolicy: "never" },
+    });
+    const ready = driver.read(line({ id: after[1]?.id, result: { thread: { id: "thr_9" } } }));
+    expect(ready.events).toMatchObject([
+      { type: "system", subtype: "init", data: { thread_id: "thr_9", resumed: true } },
+    ]);
+    expect(parsed(ready.write)[0]).toMatchObject({ method: "turn/start", params: { threadId: "thr_9" } });
+    expect(driver.conversationId?.()).toBe("thr_9");
+  });
+});
