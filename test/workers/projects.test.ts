@@ -14,6 +14,8 @@ afterEach(disconnectAll);
 const call = (tool: string, args: Record<string, unknown>) => callTool(admin, tool, args);
 const codeOf = (r: ToolResult) =>
   z.object({ error: z.object({ code: z.string() }) }).parse(r.structuredContent).error.code;
+const errorOf = (r: ToolResult) =>
+  z.object({ error: z.object({ code: z.string(), message: z.string() }) }).parse(r.structuredContent).error;
 const sessionIdOf = (r: ToolResult) =>
   z.object({ session_id: z.string() }).parse(r.structuredContent).session_id;
 
@@ -55,6 +57,17 @@ describe("project", () => {
     const result = await call("project", { action: "create", ...config });
     expect(result.isError).toBe(true);
     expect(result.content[0]?.text).toContain(words);
+  });
+
+  it("refuses a misspelt limit naming it, instead of dropping it and applying the default", async () => {
+    const name = `typo-${crypto.randomUUID().slice(0, 8)}`;
+    const result = await call("project", { action: "create", name, limits: { disk_mbb: 1 } });
+    expect(errorOf(result)).toEqual({
+      code: "invalid_arguments",
+      message: 'Invalid arguments for project: limits: Unrecognized key: "disk_mbb"',
+    });
+    const listed = await call("project", { action: "list" });
+    expect(listed.content[0]?.text).not.toContain(name);
   });
 
   it("options lists container types, agents and default limits", async () => {

@@ -68,7 +68,8 @@ const RelativePathSchema = z
     "protected paths are relative to the workspace and stay inside it",
   );
 
-export const LimitsSchema = z.object({
+/** Strict: a misspelt limit is refused rather than silently dropped (the default would apply). */
+export const LimitsSchema = z.strictObject({
   max_recursion_depth: z
     .number()
     .int()
