@@ -5,11 +5,17 @@ import { AgentRuntimeSchema } from "./agent-runtimes.js";
 export const EnvNameSchema = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "environment names are UPPER_SNAKE");
 export const EnvSchema = z.record(EnvNameSchema, z.string().max(4096));
 
-/** Resource limits of a project's container; the host fills in its defaults for what is absent. */
+/**
+ * Resource limits of a project's container; the host fills in its defaults for what is absent.
+ * Not strict, like the rest of the wire: a host older than a limit ignores it rather than
+ * refusing the project.
+ */
 export const ProjectLimitsSchema = z.object({
   memory_mb: z.number().int().min(64).max(1_048_576).optional(),
   cpus: z.number().min(0.01).max(1024).optional(),
   pids: z.number().int().min(16).max(1_000_000).optional(),
+  /** Disk the container and the project's workspaces may use, in MiB. */
+  disk_mb: z.number().int().min(64).max(16_777_216).optional(),
 });
 export type ProjectLimits = z.infer<typeof ProjectLimitsSchema>;
 

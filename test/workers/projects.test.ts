@@ -5,9 +5,10 @@ import { callTool, initialize, type ToolResult } from "./support/mcp.js";
 import { createProject } from "./support/projects.js";
 
 let admin = "";
+let host: FakeHost;
 beforeEach(async () => {
   admin = await initialize();
-  await FakeHost.connect(uniqueHostId("projects"), { maxSessions: 50 });
+  host = await FakeHost.connect(uniqueHostId("projects"), { maxSessions: 50 });
 });
 afterEach(disconnectAll);
 
@@ -50,6 +51,7 @@ describe("project", () => {
     [{ name: "x", env: { API_KEY: "s3cret" } }, "secrets"],
     [{ name: "x", env: { OUBLIETTE_SOCKET: "/x" } }, "reserved"],
     [{ name: "x", limits: { memory_mb: 1 } }, "memory_mb"],
+    [{ name: "x", limits: { disk_mb: 1 } }, "disk_mb"],
     [{ name: "x", remote_url: "-uhttps://evil" }, "remote_url"],
     [{ name: "x", protected_paths: ["../etc"] }, "protected"],
     [{ name: "x", container_type: "default", image: "node:20" }, "not both"],
@@ -75,8 +77,28 @@ describe("project", () => {
     expect(options.structuredContent).toMatchObject({
       container_types: { default: expect.any(String) },
       agents: { scripted: expect.any(String), claude: expect.any(String), droid: expect.any(String) },
-      default_limits: { pids: 256 },
+      default_limits: { pids: 256, disk_mb: null },
     });
+  });
+
+  it("keeps disk_mb, shows it with the other limits and gives it to the host in the project spec", async () => {
+    const projectId = await createProject({ limits: { disk_mb: 256 } });
+    const got = await call("project", { action: "get", project_id: projectId });
+    expect(got.structuredContent).toMatchObject({ limits: { disk_mb: 256, memory_mb: 1024 } });
+    const limits = await call("config_limits", { project_id: projectId });
+    expect(limits.structuredContent).toMatchObject({ project_id: projectId, disk_mb: 256, pids: 256 });
+    await call("session", { action: "spawn", project_id: projectId });
+    const start = host.starts().find((s) => s.project_id === projectId);
+    expect(start?.project?.limits).toEqual({ memory_mb: 1024, cpus: 1, pids: 256, disk_mb: 256 });
+  });
+
+  it("leaves disk to the host's default when no disk_mb is given", async () => {
+    const projectId = await createProject();
+    const limits = await call("config_limits", { project_id: projectId });
+    expect(limits.structuredContent).toMatchObject({ disk_mb: null });
+    await call("session", { action: "spawn", project_id: projectId });
+    const start = host.starts().find((s) => s.project_id === projectId);
+    expect(start?.project?.limits).toEqual({ memory_mb: 1024, cpus: 1, pids: 256 });
   });
 
   it("config_limits returns the project's limits", async () => {
