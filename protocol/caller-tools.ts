@@ -23,7 +23,10 @@ export type ToolInputSchema = z.infer<typeof ToolInputSchemaSchema>;
 
 export const DEFAULT_INPUT_SCHEMA: ToolInputSchema = { type: "object" };
 
-/** A tool a caller implements itself and lends to the droid. */
+/**
+ * A tool a caller implements itself and lends to the droid, as the wire carries it: not strict,
+ * so a host or container-client older than a field ignores it.
+ */
 export const CallerToolSchema = z.object({
   name: CallerToolNameSchema,
   title: z.string().max(256).optional(),
@@ -34,12 +37,23 @@ export type CallerTool = z.infer<typeof CallerToolSchema>;
 
 export const MAX_CALLER_TOOLS = 128;
 
-export const CallerToolListSchema = z
-  .array(CallerToolSchema)
-  .max(MAX_CALLER_TOOLS)
-  .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, {
-    message: "caller_tools contains the same tool name twice",
-  });
+function toolList<T extends z.ZodType<CallerTool>>(tool: T) {
+  return z
+    .array(tool)
+    .max(MAX_CALLER_TOOLS)
+    .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, {
+      message: "caller_tools contains the same tool name twice",
+    });
+}
+
+export const CallerToolListSchema = toolList(CallerToolSchema);
+
+/**
+ * The tools a caller declares (the session tool's input): an unknown key in an entry, e.g. a
+ * misspelt `descripton`, is refused instead of dropped. `inputSchema` stays open: it is the
+ * caller's JSON Schema, any keywords included.
+ */
+export const CallerToolDeclarationSchema = toolList(CallerToolSchema.strict());
 
 /** What the droid side needs to know about the caller's tools. Sent on every (re)declaration. */
 export const CallerToolsConfigSchema = z.object({

@@ -5,7 +5,11 @@ import { AgentRuntimeSchema } from "./agent-runtimes.js";
 export const EnvNameSchema = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "environment names are UPPER_SNAKE");
 export const EnvSchema = z.record(EnvNameSchema, z.string().max(4096));
 
-/** Resource limits of a project's container; the host fills in its defaults for what is absent. */
+/**
+ * Resource limits of a project's container; the host fills in its defaults for what is absent.
+ * Not strict, like the rest of the wire: a host older than a limit ignores it rather than
+ * refusing the project.
+ */
 export const ProjectLimitsSchema = z.object({
   memory_mb: z.number().int().min(64).max(1_048_576).optional(),
   cpus: z.number().min(0.01).max(1024).optional(),

@@ -5,15 +5,18 @@ import { callTool, initialize, type ToolResult } from "./support/mcp.js";
 import { createProject } from "./support/projects.js";
 
 let admin = "";
+let host: FakeHost;
 beforeEach(async () => {
   admin = await initialize();
-  await FakeHost.connect(uniqueHostId("projects"), { maxSessions: 50 });
+  host = await FakeHost.connect(uniqueHostId("projects"), { maxSessions: 50 });
 });
 afterEach(disconnectAll);
 
 const call = (tool: string, args: Record<string, unknown>) => callTool(admin, tool, args);
 const codeOf = (r: ToolResult) =>
   z.object({ error: z.object({ code: z.string() }) }).parse(r.structuredContent).error.code;
+const errorOf = (r: ToolResult) =>
+  z.object({ error: z.object({ code: z.string(), message: z.string() }) }).parse(r.structuredContent).error;
 const sessionIdOf = (r: ToolResult) =>
   z.object({ session_id: z.string() }).parse(r.structuredContent).session_id;
 
@@ -48,6 +51,7 @@ describe("project", () => {
     [{ name: "x", env: { API_KEY: "s3cret" } }, "secrets"],
     [{ name: "x", env: { OUBLIETTE_SOCKET: "/x" } }, "reserved"],
     [{ name: "x", limits: { memory_mb: 1 } }, "memory_mb"],
+    [{ name: "x", limits: { disk_mb: 1 } }, "disk_mb"],
     [{ name: "x", remote_url: "-uhttps://evil" }, "remote_url"],
     [{ name: "x", protected_paths: ["../etc"] }, "protected"],
     [{ name: "x", container_type: "default", image: "node:20" }, "not both"],
@@ -57,13 +61,44 @@ describe("project", () => {
     expect(result.content[0]?.text).toContain(words);
   });
 
+  it("refuses a misspelt limit naming it, instead of dropping it and applying the default", async () => {
+    const name = `typo-${crypto.randomUUID().slice(0, 8)}`;
+    const result = await call("project", { action: "create", name, limits: { disk_mbb: 1 } });
+    expect(errorOf(result)).toEqual({
+      code: "invalid_arguments",
+      message: 'Invalid arguments for project: limits: Unrecognized key: "disk_mbb"',
+    });
+    const listed = await call("project", { action: "list" });
+    expect(listed.content[0]?.text).not.toContain(name);
+  });
+
   it("options lists container types, agents and default limits", async () => {
     const options = await call("project", { action: "options" });
     expect(options.structuredContent).toMatchObject({
       container_types: { default: expect.any(String) },
       agents: { scripted: expect.any(String), claude: expect.any(String), droid: expect.any(String) },
-      default_limits: { pids: 256 },
+      default_limits: { pids: 256, disk_mb: null },
     });
+  });
+
+  it("keeps disk_mb, shows it with the other limits and gives it to the host in the project spec", async () => {
+    const projectId = await createProject({ limits: { disk_mb: 256 } });
+    const got = await call("project", { action: "get", project_id: projectId });
+    expect(got.structuredContent).toMatchObject({ limits: { disk_mb: 256, memory_mb: 1024 } });
+    const limits = await call("config_limits", { project_id: projectId });
+    expect(limits.structuredContent).toMatchObject({ project_id: projectId, disk_mb: 256, pids: 256 });
+    await call("session", { action: "spawn", project_id: projectId });
+    const start = host.starts().find((s) => s.project_id === projectId);
+    expect(start?.project?.limits).toEqual({ memory_mb: 1024, cpus: 1, pids: 256, disk_mb: 256 });
+  });
+
+  it("leaves disk to the host's default when no disk_mb is given", async () => {
+    const projectId = await createProject();
+    const limits = await call("config_limits", { project_id: projectId });
+    expect(limits.structuredContent).toMatchObject({ disk_mb: null });
+    await call("session", { action: "spawn", project_id: projectId });
+    const start = host.starts().find((s) => s.project_id === projectId);
+    expect(start?.project?.limits).toEqual({ memory_mb: 1024, cpus: 1, pids: 256 });
   });
 
   it("config_limits returns the project's limits", async () => {

@@ -294,7 +294,7 @@ describe("list", () => {
 });
 
 describe("errors and access", () => {
-  it("refuses an invalid cron or timezone, an unknown project or workspace, a target twice", async () => {
+  it("refuses an invalid cron or timezone, an unknown project or workspace, a target twice or with an unknown key", async () => {
     const bad = async (args: Record<string, unknown>) =>
       errorOf(
         await call({
@@ -330,6 +330,11 @@ describe("errors and access", () => {
     });
     expect(await bad({ targets: [...target(), ...target()] })).toMatchObject({ code: "invalid_arguments" });
     expect(await bad({ targets: [] })).toMatchObject({ code: "invalid_arguments" });
+    // A misspelt workspace_id is refused, not dropped (which would run in the default workspace).
+    expect(await bad({ targets: [...target(), { project_id: projectId, workspace: "w" }] })).toEqual({
+      code: "invalid_arguments",
+      message: 'Invalid arguments for schedule: targets.1: Unrecognized key: "workspace"',
+    });
     expect(errorOf(await call({ action: "get", schedule_id: "sch_ffffffffffffffffffffffff" }))).toEqual({
       code: "not_found",
       message: "no schedule sch_ffffffffffffffffffffffff",

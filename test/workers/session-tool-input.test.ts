@@ -1,7 +1,8 @@
 /**
  * What the session tool refuses before anything reaches a session or a host: caller tool
- * declarations whose inputSchema is not a JSON Schema, input over the size budget
- * (protocol/limits.ts, counted in encoded bytes) and JSON nested past the depth limit.
+ * declarations whose inputSchema is not a JSON Schema or whose entries carry keys we do not know,
+ * input over the size budget (protocol/limits.ts, counted in encoded bytes) and JSON nested past
+ * the depth limit.
  */
 
 import { afterEach, describe, expect, it } from "vitest";
@@ -74,6 +75,62 @@ describe("caller tool inputSchema", () => {
     });
     expect(result.isError).toBeUndefined();
     expect((await s.tunnel.nextConfig()).tools).toEqual([{ name: "send_response", inputSchema }]);
+  });
+});
+
+describe("unknown keys", () => {
+  it("refuses a caller tool entry with a key we do not know, naming it (not dropping it)", async () => {
+    const mcp = await initialize();
+    const result = await callTool(mcp, "session", {
+      action: "spawn",
+      project_id: await createProject(),
+      caller_id: "ant",
+      caller_tools: [{ name: "fine" }, { name: "typo", descripton: "Sends a reply." }],
+    });
+    expect(result.structuredContent).toEqual({
+      error: {
+        code: "invalid_arguments",
+        message: 'Invalid arguments for session: caller_tools.1: Unrecognized key: "descripton"',
+      },
+    });
+  });
+
+  it("refuses a key in context other than caller_id and caller_tools, and inside its tool entries", async () => {
+    const s = await hostedSession();
+    const mcp = await initialize();
+    const message = (context: Record<string, unknown>) =>
+      callTool(mcp, "session", { action: "message", session_id: s.sessionId, context });
+    const stray = await message({ caller_id: "ant", caller_tool: [{ name: "x" }] });
+    expect(stray.structuredContent).toMatchObject({ error: { code: "invalid_arguments" } });
+    expect(stray.content[0]?.text).toContain('context: Unrecognized key: "caller_tool"');
+    const nested = await message({ caller_id: "ant", caller_tools: [{ name: "x", input_schema: {} }] });
+    expect(nested.structuredContent).toMatchObject({ error: { code: "invalid_arguments" } });
+    expect(nested.content[0]?.text).toContain('context.caller_tools.0: Unrecognized key: "input_schema"');
+    await s.tunnel.barrier();
+    expect(s.tunnel.socket.seen((f) => f.kind === "notification")).toEqual([]);
+  });
+
+  it("keeps an inputSchema open: any JSON Schema keywords, ours or the caller's, pass through", async () => {
+    const s = await hostedSession();
+    const mcp = await initialize();
+    const inputSchema = {
+      type: "object",
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      title: "Reply",
+      properties: { text: { type: "string", examples: ["hi"], "x-widget": "textarea" } },
+      additionalProperties: false,
+      "x-vendor": { anything: [1, 2] },
+    };
+    const result = await callTool(mcp, "session", {
+      action: "message",
+      session_id: s.sessionId,
+      caller_id: "ant",
+      caller_tools: [{ name: "send_response", title: "Send", description: "Replies.", inputSchema }],
+    });
+    expect(result.isError).toBeUndefined();
+    expect((await s.tunnel.nextConfig()).tools).toEqual([
+      { name: "send_response", title: "Send", description: "Replies.", inputSchema },
+    ]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { portableSchema } from "../../protocol/portable-schema.js";
+import { callerTools, toolDefinitions } from "../../worker/src/tools/catalog.js";
 import { action, argumentsSchema, defineActionTool, defineTool } from "../../worker/src/tools/define.js";
 import { droidToolList } from "../../worker/src/tools/droid-tools.js";
 import { mcpInputSchema } from "../../worker/src/tools/json-schema.js";
@@ -121,5 +122,52 @@ describe("Oubliette's tools as droids see them", () => {
       toolSchemaProblem("gemini", asTool(`oubliette_${tool.name}`, tool.inputSchema), i),
     );
     expect(raw.some((problem) => problem !== null)).toBe(true);
+/** The parts of a JSON Schema node the walk below looks at. */
+const NodeSchema = z.looseObject({
+  properties: z.record(z.string(), z.unknown()).optional(),
+  additionalProperties: z.unknown().optional(),
+  items: z.unknown().optional(),
+  anyOf: z.array(z.unknown()).default([]),
+  oneOf: z.array(z.unknown()).default([]),
+  allOf: z.array(z.unknown()).default([]),
+});
+
+/** The paths of the objects with named properties that accept other keys too. */
+function openObjects(node: unknown, path: string): string[] {
+  const parsed = NodeSchema.safeParse(node);
+  if (!parsed.success) return [];
+  const { properties, additionalProperties, items, anyOf, oneOf, allOf } = parsed.data;
+  const open = properties !== undefined && additionalProperties !== false ? [path] : [];
+  return [
+    ...open,
+    ...Object.entries(properties ?? {}).flatMap(([name, sub]) => openObjects(sub, `${path}.${name}`)),
+    ...openObjects(additionalProperties, `${path}.*`),
+    ...openObjects(items, `${path}[]`),
+    ...[...anyOf, ...oneOf, ...allOf].flatMap((sub) => openObjects(sub, path)),
+  ];
+}
+
+describe("the catalogue's input schemas", () => {
+  it("close every object whose keys are ours; only a caller tool's inputSchema (the caller's own JSON Schema) stays open", () => {
+    // Each action alone: the flattened listing keeps one schema per property name.
+    const open = toolDefinitions.flatMap((tool) =>
+      Object.entries(tool.actions).flatMap(([name, only]) =>
+        openObjects(mcpInputSchema({ ...tool, actions: { [name]: only } }), `${tool.name}.${name}`),
+      ),
+    );
+    expect(open).toEqual(
+      ["spawn", "message"].flatMap((name) => [
+        `session.${name}.caller_tools[].inputSchema`,
+        `session.${name}.context.caller_tools[].inputSchema`,
+      ]),
+    );
+  });
+
+  it("refuses an unknown key in a nested object like one at the top", () => {
+    const project = callerTools.get("project")?.arguments;
+    const parsed = project?.safeParse({ action: "create", name: "x", limits: { disk_mbb: 1 } });
+    expect(parsed?.error?.issues).toMatchObject([
+      { code: "unrecognized_keys", path: ["limits"], keys: ["disk_mbb"] },
+    ]);
   });
 });

@@ -68,7 +68,8 @@ const RelativePathSchema = z
     "protected paths are relative to the workspace and stay inside it",
   );
 
-export const LimitsSchema = z.object({
+/** Strict: a misspelt limit is refused rather than silently dropped (the default would apply). */
+export const LimitsSchema = z.strictObject({
   max_recursion_depth: z
     .number()
     .int()
@@ -93,6 +94,14 @@ export const LimitsSchema = z.object({
   memory_mb: z.number().int().min(128).max(262_144).default(1024).describe("Container memory limit."),
   cpus: z.number().min(0.1).max(128).default(1).describe("Container CPU limit."),
   pids: z.number().int().min(32).max(65_536).default(256).describe("Container process limit."),
+  disk_mb: z
+    .number()
+    .int()
+    .min(64)
+    .max(16_777_216)
+    .nullable()
+    .default(null)
+    .describe("Disk the project's container and workspaces may use, in MiB (null: the host's default)."),
   idle_timeout_seconds: z
     .number()
     .int()
@@ -109,6 +118,7 @@ export const LimitsSchema = z.object({
     .describe("Hard cap on a session's life."),
 });
 export type Limits = z.infer<typeof LimitsSchema>;
+export const DEFAULT_LIMITS: Limits = LimitsSchema.parse({});
 
 /** What `project create` accepts (container_type and image exclude each other: `checkProjectConfig`). */
 export const ProjectConfigSchema = z.object({
@@ -133,9 +143,7 @@ export const ProjectConfigSchema = z.object({
     .default(null)
     .describe("Model the agent uses (null: the agent's default)."),
   env: EnvSchema.default({}).describe("Non-secret environment for the container and its agents."),
-  limits: LimitsSchema.default(LimitsSchema.parse({})).describe(
-    "Recursion, agent, cost and container limits.",
-  ),
+  limits: LimitsSchema.default(DEFAULT_LIMITS).describe("Recursion, agent, cost and container limits."),
   workspace_isolation: z.boolean().default(false).describe("A session sees only its own workspace."),
   protected_paths: z
     .array(RelativePathSchema)
@@ -152,6 +160,15 @@ export const ProjectConfigSchema = z.object({
 });
 export type ProjectConfig = z.infer<typeof ProjectConfigSchema>;
 
+/**
+ * A config as a project object stored it. One stored before a limit existed lacks that limit:
+ * its default fills in, so readers (and `config_limits`) see every limit.
+ */
+export function storedConfig(json: string): ProjectConfig {
+  const stored = JSON.parse(json) as ProjectConfig;
+  return { ...stored, limits: { ...DEFAULT_LIMITS, ...stored.limits } };
+}
+
 /** The checks across fields; null when the config is consistent. */
 export function configProblem(config: ProjectConfig): string | null {
   return config.container_type && config.image ? "give container_type or image, not both" : null;
@@ -163,9 +180,15 @@ export function projectSpec(config: ProjectConfig): ProjectSpec {
     ...(config.image ? { image: config.image } : {}),
     agent: config.default_agent ?? DEFAULT_AGENT_RUNTIME,
     env: config.env,
-    limits: { memory_mb: config.limits.memory_mb, cpus: config.limits.cpus, pids: config.limits.pids },
+    limits: containerLimits(config.limits),
     workspace_isolation: config.workspace_isolation,
   };
+}
+
+/** The limits the host enforces on the container; a limit left to the host's default is absent. */
+function containerLimits(limits: Limits): ProjectSpec["limits"] {
+  const { memory_mb, cpus, pids, disk_mb } = limits;
+  return { memory_mb, cpus, pids, ...(disk_mb !== null ? { disk_mb } : {}) };
 }
 
 /** Which agent a session runs: the spawn's choice, else the project's defaults; the budget is the project's. */

@@ -1,4 +1,4 @@
-import type { ProjectConfig } from "./project-config.js";
+import { type ProjectConfig, storedConfig } from "./project-config.js";
 
 /**
  * A project object's tables: the project row (config), its session index and its workspaces.
@@ -92,7 +92,7 @@ export class ProjectStore {
     if (!r) return null;
     return {
       id: String(r.id),
-      config: JSON.parse(String(r.config)) as ProjectConfig,
+      config: storedConfig(String(r.config)),
       createdAt: Number(r.created_at),
       createdBy: String(r.created_by),
       hostId: str(r.host_id),

@@ -8,7 +8,7 @@ import {
   AGENTS,
   CONTAINER_TYPES,
   configProblem,
-  LimitsSchema,
+  DEFAULT_LIMITS,
   ProjectConfigSchema,
   ProjectIdSchema,
 } from "../projects/project-config.js";
@@ -114,7 +114,7 @@ export const projectTool = defineActionTool({
         return {
           container_types: CONTAINER_TYPES,
           agents: AGENTS,
-          default_limits: LimitsSchema.parse({}),
+          default_limits: DEFAULT_LIMITS,
           can_create: can(ctx.principal, "write", { kind: "global" }),
         };
       },

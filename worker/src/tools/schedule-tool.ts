@@ -39,7 +39,7 @@ const fields = {
   prompt: z.string().min(1).describe("What each run sends the droid (at most 256 KiB encoded)."),
   targets: z
     .array(
-      z.object({
+      z.strictObject({
         project_id: ProjectIdSchema,
         workspace_id: WorkspaceIdSchema.optional().describe("Default: the project's default workspace."),
       }),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
-import { CallerIdSchema, CallerToolListSchema } from "../../../protocol/caller-tools.js";
+import { CallerIdSchema, CallerToolDeclarationSchema } from "../../../protocol/caller-tools.js";
 import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
@@ -19,14 +19,17 @@ const callerFields = {
   caller_id: CallerIdSchema.optional().describe(
     "Your caller id; your tools appear to the droid as {caller_id}_{tool}.",
   ),
-  caller_tools: CallerToolListSchema.optional().describe(
-    "Tools you implement and lend to the droid: [{name, description, inputSchema}]. Re-declaring replaces the list.",
+  caller_tools: CallerToolDeclarationSchema.optional().describe(
+    "Tools you implement and lend to the droid: [{name, title?, description?, inputSchema?}]. Re-declaring replaces the list.",
   ),
+  // Strict: anything else in context would be dropped unread, so it is refused.
   context: z
-    .object({ caller_id: CallerIdSchema.optional(), caller_tools: CallerToolListSchema.optional() })
-    .catchall(z.unknown())
+    .strictObject({
+      caller_id: CallerIdSchema.optional(),
+      caller_tools: CallerToolDeclarationSchema.optional(),
+    })
     .optional()
-    .describe("Session context; may carry caller_id and caller_tools instead of the top-level fields."),
+    .describe("Session context: caller_id and caller_tools, instead of the top-level fields."),
   caller_presence: z
     .enum(CALLER_PRESENCE)
     .optional()
