@@ -122,6 +122,9 @@ describe("Oubliette's tools as droids see them", () => {
       toolSchemaProblem("gemini", asTool(`oubliette_${tool.name}`, tool.inputSchema), i),
     );
     expect(raw.some((problem) => problem !== null)).toBe(true);
+  });
+});
+
 /** The parts of a JSON Schema node the walk below looks at. */
 const NodeSchema = z.looseObject({
   properties: z.record(z.string(), z.unknown()).optional(),
