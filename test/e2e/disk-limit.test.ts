@@ -47,13 +47,17 @@ describe("a project's disk bound", () => {
   it("stops a project at its bound with a disk_limit event; another project runs on; the workspace stays", async () => {
     const bounded = await project({ disk_mb: 256 });
     const other = await project({});
-    const info = await e2e.caller.ok<{ config: { limits: { disk_mb: number | null } } }>("project", {
-      action: "get",
-      project_id: bounded,
-    });
-    expect(info.config.limits.disk_mb).toBe(256);
     const filler = await spawn(bounded);
     const bystander = await spawn(other);
+    // Its bound is its own; the other's is the host's default; the host keeps them as filesystems.
+    const info = (id: string) =>
+      e2e.caller.ok<{ disk: Record<string, unknown> }>("project", { action: "get", project_id: id });
+    expect((await info(bounded)).disk).toEqual({ limit_mb: 256, source: "project", mode: "filesystem" });
+    expect((await info(other)).disk).toEqual({
+      limit_mb: 10_240,
+      source: "host_default",
+      mode: "filesystem",
+    });
 
     const line = await runStep(
       e2e.caller,

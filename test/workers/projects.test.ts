@@ -101,6 +101,32 @@ describe("project", () => {
     expect(start?.project?.limits).toEqual({ memory_mb: 1024, cpus: 1, pids: 256 });
   });
 
+  it("project get says the disk bound in force: its own, else its host's default, and how the host keeps it", async () => {
+    await host.hello({ disk: { mode: "measured", default_mb: 2048 } });
+    const own = await createProject({ limits: { disk_mb: 300 } });
+    const inherited = await createProject();
+    const disk = async (id: string) =>
+      (await call("project", { action: "get", project_id: id })).structuredContent?.disk;
+    expect(await disk(inherited)).toEqual({ limit_mb: null, source: "unknown", mode: null });
+    for (const id of [own, inherited]) await call("session", { action: "spawn", project_id: id });
+    // The project learns its host as the spawn places it.
+    await expect.poll(() => disk(own)).toEqual({ limit_mb: 300, source: "project", mode: "measured" });
+    expect((await call("project", { action: "get", project_id: own })).structuredContent?.host_id).toBe(
+      host.hostId,
+    );
+    await expect
+      .poll(() => disk(inherited))
+      .toEqual({ limit_mb: 2048, source: "host_default", mode: "measured" });
+    const hosts = (await call("host", { action: "list" })).structuredContent?.hosts as {
+      host_id: string;
+      disk: unknown;
+    }[];
+    expect(hosts.find((h) => h.host_id === host.hostId)?.disk).toEqual({
+      mode: "measured",
+      default_mb: 2048,
+    });
+  });
+
   it("config_limits returns the project's limits", async () => {
     const projectId = await createProject({ limits: { max_recursion_depth: 1, max_cost_usd: 5 } });
     const limits = await call("config_limits", { project_id: projectId });

@@ -21,14 +21,14 @@ const RpcLineSchema = z.object({
   method: z.string().optional(),
   params: z.unknown().optional(),
   result: z.unknown().optional(),
-  error: z.object({ code: z.number(), message: z.string() }).optional(),
+  error: z.object({ code: z.number(), message: z.string(), data: z.unknown().optional() }).optional(),
 });
 
 export type RpcIncoming =
   | { kind: "request"; id: RpcId; method: string; params: unknown }
   | { kind: "notification"; method: string; params: unknown }
   | { kind: "result"; id: RpcId; result: unknown }
-  | { kind: "error"; id: RpcId; error: { code: number; message: string } };
+  | { kind: "error"; id: RpcId; error: { code: number; message: string; data?: unknown } };
 
 /** What one stdout line is, or undefined when it is no JSON-RPC message (a stray log line). */
 export function parseRpcLine(line: string): RpcIncoming | undefined {

@@ -55,7 +55,7 @@ export abstract class RpcDriver implements AgentDriver {
       case "result":
         return this.onResult(this.rpc.settle(message.id), message.result);
       case "error":
-        return this.#onError(this.rpc.settle(message.id), message.error.message);
+        return this.#onError(this.rpc.settle(message.id), errorText(message.error));
       case "request":
         return answerRequest(this.rpc, message, this.answer(message.method, message.params));
       case "notification":
@@ -88,4 +88,11 @@ export abstract class RpcDriver implements AgentDriver {
     if (method === this.#turnMethod) return this.endTurn("error", [error]);
     return output([error]);
   }
+}
+
+/** An error answer in words: its message, and its data when that says more (a detail, a reason). */
+function errorText(error: { message: string; data?: unknown }): string {
+  if (error.data === undefined || error.data === null) return error.message;
+  const data = typeof error.data === "string" ? error.data : JSON.stringify(error.data);
+  return `${error.message}: ${data.length > 500 ? `${data.slice(0, 499)}…` : data}`;
 }

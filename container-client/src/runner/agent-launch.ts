@@ -7,6 +7,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { type AgentRuntime, CLI_RUNTIMES } from "../../../protocol/agent-runtimes.js";
+import { API_KEY_ENV } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { AgentEnv, type AgentLaunchSpec } from "../../../protocol/socket.js";
 import type { AgentDriver, AgentLaunch, DriverContext } from "../agents/driver.js";
@@ -45,6 +46,8 @@ export interface LaunchRequest {
   socketPath?: string | undefined;
   /** The session's private home, made by the host for its uid. */
   home?: string | undefined;
+  /** The droid's key for Oubliette's own tools, when its session has one. */
+  apiKey?: string | undefined;
   agent: AgentLaunchSpec;
 }
 
@@ -69,6 +72,8 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       [AgentEnv.socketPath]: request.socketPath ?? settings.socketPath,
       [AgentEnv.sessionId]: request.sessionId,
       [AgentEnv.sessionToken]: request.sessionToken,
+      // Said explicitly: Codex and Gemini start MCP servers with only the environment their config names.
+      ...(request.apiKey !== undefined ? { [API_KEY_ENV]: request.apiKey } : {}),
     },
   };
   const builder =

@@ -154,6 +154,15 @@ export class AgentProcess {
     return this.#stopping;
   }
 
+  /** Kills whatever is left of the agent's process group (once the agent itself is gone). */
+  killGroup(): void {
+    try {
+      process.kill(-this.pid, "SIGKILL");
+    } catch {
+      // nothing left
+    }
+  }
+
   #signal(signal: NodeJS.Signals): void {
     try {
       process.kill(-this.pid, signal);

@@ -211,6 +211,8 @@ export class AgentSlot {
     if (this.#agent !== agent) return;
     this.#agent = null;
     this.#o.logger.info({ exit_code: exit.exitCode, signal: exit.signal }, "agent exited");
+    // What it started (a CLI that re-launches itself, its MCP server) goes with it: its process group.
+    agent.killGroup();
     const crashed = !this.#stopping && (agent.driver.crashed?.(exit) ?? true);
     if (!crashed) {
       this.#finish(exit, { type: "droid_status", status: "exited", exit_code: exit.exitCode });

@@ -14,6 +14,7 @@ import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { type AgentEvent, batchEvents } from "../../../protocol/agent-events.js";
 import { CONTAINER_GIT_ENV } from "../../../protocol/container-layout.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
+import { API_KEY_ENV } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   AgentEnv,
@@ -169,6 +170,7 @@ export class Runner {
       cwd: params.cwd,
       socketPath: params.env?.[AgentEnv.socketPath],
       home: params.home,
+      apiKey: params.env?.[API_KEY_ENV],
       agent: AgentLaunchSpecSchema.parse(params.agent ?? { runtime: "scripted" }),
     });
     const slot = new AgentSlot({

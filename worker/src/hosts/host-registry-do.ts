@@ -12,6 +12,7 @@ import {
   parseFrame,
 } from "../../../protocol/rpc/messages.js";
 import {
+  type HostDisk,
   HostHelloParamsSchema,
   type RuntimeKind,
   type SessionSpec,
@@ -35,6 +36,8 @@ export interface HostListing {
   max_sessions: number | null;
   draining: boolean;
   missing_since: string | null;
+  /** How the host bounds projects' disk use and a project's bound when it names none (connected hosts). */
+  disk: HostDisk | null;
 }
 
 interface HostAttachment {
@@ -44,6 +47,7 @@ interface HostAttachment {
   runtime: RuntimeKind | null;
   maxSessions: number;
   ready: boolean;
+  disk?: HostDisk | undefined;
 }
 
 interface ConnectedHost {
@@ -178,6 +182,8 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       workspace_id: input.workspaceId,
       init_git: input.workspace.initGit,
       ...(input.workspace.remoteUrl ? { remote_url: input.workspace.remoteUrl } : {}),
+      // A volume this makes is sized by the project's bound from the start.
+      ...(input.project.limits.disk_mb !== undefined ? { disk_mb: input.project.limits.disk_mb } : {}),
     });
     const started = workspace.ok
       ? await this.#request(host.ws, TunnelMethod.sessionStart, {
@@ -278,12 +284,23 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ RPC from tools (operators)
 
+  /**
+   * The host a project is placed on, and how that host bounds its disk (null: the host is not
+   * connected, or did not say); null when the project has no host yet.
+   */
+  async projectHost(projectId: string): Promise<{ hostId: string; disk: HostDisk | null } | null> {
+    const hostId = this.#store.projectHost(projectId);
+    if (hostId === null) return null;
+    const disk = this.#connectedHosts().find((h) => h.attachment.hostId === hostId)?.attachment.disk ?? null;
+    return { hostId, disk };
+  }
+
   /** Connected and known hosts: runtime, load, capacity, drain state. */
   async list(): Promise<HostListing[]> {
     const connected = this.#connectedHosts();
     const listings = new Map<string, HostListing>();
     for (const host of connected) {
-      const { hostId, runtime, maxSessions } = host.attachment;
+      const { hostId, runtime, maxSessions, disk } = host.attachment;
       const drained = this.#store.drainedSince(hostId);
       listings.set(hostId, {
         host_id: hostId,
@@ -293,6 +310,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
         max_sessions: maxSessions,
         draining: drained !== null,
         missing_since: null,
+        disk: disk ?? null,
       });
     }
     for (const { hostId, missingSince } of this.#store.missingHosts()) {
@@ -305,6 +323,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
         max_sessions: null,
         draining: this.#store.drainedSince(hostId) !== null,
         missing_since: new Date(missingSince).toISOString(),
+        disk: null,
       });
     }
     return [...listings.values()].sort((a, b) => a.host_id.localeCompare(b.host_id));
@@ -467,6 +486,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       sessions: string[];
       projects: { project_id: string; running: boolean }[];
       max_sessions: number;
+      disk?: HostDisk | undefined;
     },
   ): Promise<unknown> {
     const a = ws.deserializeAttachment() as HostAttachment;
@@ -482,6 +502,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       runtime: params.runtime,
       maxSessions: params.max_sessions,
       ready: true,
+      ...(params.disk ? { disk: params.disk } : {}),
     } satisfies HostAttachment);
     this.#store.hostBack(a.hostId);
     this.#audit(a, "host.register", "ok");

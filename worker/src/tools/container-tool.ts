@@ -41,6 +41,7 @@ export const containerTool = defineActionTool({
           workspace_id: DEFAULT_WORKSPACE,
           init_git: setup.initGit,
           ...(setup.remoteUrl ? { remote_url: setup.remoteUrl } : {}),
+          ...(config.limits.disk_mb !== null ? { disk_mb: config.limits.disk_mb } : {}),
         };
         await onProjectHost(
           ctx.env,

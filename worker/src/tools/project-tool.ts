@@ -70,7 +70,14 @@ export const projectTool = defineActionTool({
       input: z.object({ project_id: ProjectIdSchema }),
       async handler(args, ctx) {
         ctx.authorizeProject(args.project_id);
-        return unwrap(await objects.project(ctx.env, args.project_id).info());
+        const info = unwrap(await objects.project(ctx.env, args.project_id).info());
+        // The registry knows where the project is placed (the project hears of it only on container start).
+        const placed = await objects.hostRegistry(ctx.env).projectHost(args.project_id);
+        return {
+          ...info,
+          host_id: placed?.hostId ?? info.host_id,
+          disk: diskBound(info.limits.disk_mb ?? null, placed?.disk ?? null),
+        };
       },
     }),
     delete: action({
@@ -121,3 +128,16 @@ export const projectTool = defineActionTool({
     }),
   },
 });
+
+/**
+ * The disk bound a project has: its own `limits.disk_mb`, else its host's default; and how its
+ * host keeps it (a filesystem of that size, or measuring). Unknown until the project has a host.
+ */
+function diskBound(
+  own: number | null,
+  host: { mode: "filesystem" | "measured"; default_mb: number } | null,
+): { limit_mb: number | null; source: "project" | "host_default" | "unknown"; mode: string | null } {
+  if (own !== null) return { limit_mb: own, source: "project", mode: host?.mode ?? null };
+  if (host !== null) return { limit_mb: host.default_mb, source: "host_default", mode: host.mode };
+  return { limit_mb: null, source: "unknown", mode: null };
+}
