@@ -461,3 +461,25 @@ describe("ACP driver after a crash", () => {
     expect(parsed(fresh.write)).toMatchObject([{ method: "session/new" }]);
   });
 });
+
+describe("Gemini CLI after a crash", () => {
+  it("keeps a copy of its recorded chats, which its session/load would empty first, and loads that", async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { tmpdir } = await import("node:os");
+    const { writeHome } = await import("../../container-client/src/runner/agent-home.js");
+    const home = mkdtempSync(join(tmpdir(), "gemini-home-"));
+    const chats = join(home, ".gemini", "tmp", "default", "chats");
+    mkdirSync(chats, { recursive: true });
+    writeFileSync(join(chats, "session-2026-11-25T05-57-6fe268d7.jsonl"), "the conversation\n");
+    const launch = geminiDriver(testContext({ runtime: "gemini", home, resume: "6fe268d7-1a4a" })).launch();
+    expect(geminiDriver(testContext({ runtime: "gemini", home })).launch().keep).toBeUndefined();
+    writeHome({ home, files: [], keep: launch.keep ?? [] });
+    writeHome({ home, files: [], keep: launch.keep ?? [] });
+    const names = readdirSync(chats).sort();
+    expect(names).toHaveLength(2);
+    const kept = names.find((n) => n.startsWith("session-kept-")) ?? "";
+    expect(kept).toMatch(/^session-kept-\d+-2026-11-25T05-57-6fe268d7\.jsonl$/);
+    expect(readFileSync(join(chats, kept), "utf8")).toBe("the conversation\n");
+  });
+});

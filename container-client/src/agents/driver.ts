@@ -56,11 +56,24 @@ export interface LaunchFile {
   content: string;
 }
 
+/**
+ * Files to copy before the agent starts (as its user), because the CLI overwrites them as it
+ * starts: in `dir` (a path segment that is just `*` matches any directory there), each file whose name matches
+ * `pattern` (a regular expression) is copied to the name `rename` makes of it (a replacement
+ * string for that expression), unless that copy exists.
+ */
+export interface LaunchKeep {
+  dir: string;
+  pattern: string;
+  rename: string;
+}
+
 export interface AgentLaunch {
   argv: string[];
   /** Added to the agent's environment (over the runner's). */
   env: Record<string, string>;
   files: LaunchFile[];
+  keep?: LaunchKeep[];
 }
 
 /** What one stdout line means: events for the session, and lines to write back to the agent. */

@@ -28,6 +28,22 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
         content: `${JSON.stringify(settings, null, 2)}\n`,
       },
     ],
+    ...(context.resume !== undefined ? { keep: [keepChats(context.home)] } : {}),
+  };
+}
+
+/**
+ * Gemini CLI 0.61 records a conversation in `~/.gemini/tmp/<project>/chats/session-<minute>-<id>.jsonl`
+ * and, asked to `session/load` it, first starts a new recording for the same id: in the same
+ * minute that is the same file, which it empties before reading it ("No previous sessions
+ * found"). A copy under another name keeps the conversation; Gemini picks the copy (it lists
+ * every session file, and an emptied one is not resumable) and records on into it.
+ */
+function keepChats(home: string) {
+  return {
+    dir: join(home, ".gemini", "tmp", "*", "chats"),
+    pattern: "^session-(\\d{4}-.*\\.jsonl)$",
+    rename: `session-kept-${Date.now()}-$1`,
   };
 }
 

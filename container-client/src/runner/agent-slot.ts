@@ -180,7 +180,7 @@ export class AgentSlot {
   /** Starts one process of the agent (resuming `resume`), and watches it. */
   async #launch(resume: string | undefined): Promise<AgentProcess> {
     const { driver, launch } = this.#o.launch.build(resume);
-    await prepareHome(this.#o.launch.home, launch.files, this.#o.uid, this.#o.gid);
+    await prepareHome(this.#o.launch.home, launch.files, launch.keep ?? [], this.#o.uid, this.#o.gid);
     this.#oomBaseline = await oomKills();
     const agent = await AgentProcess.start({
       argv: launch.argv,
