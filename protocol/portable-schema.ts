@@ -54,7 +54,7 @@ export function portableSchema(input: unknown): Schema & { type: "object" } {
   const defs = { ...asSchema(root.definitions), ...asSchema(root.$defs) };
   const converted = convert(root, defs, 0);
   const merged = topLevelObject(converted);
-  return { ...merged, type: "object", properties: asSchema(merged.properties) };
+  return { ...merged, type: "object" };
 }
 
 function convert(node: unknown, defs: Schema, depth: number): Schema {

@@ -145,9 +145,9 @@ describe("portableSchema", () => {
     expect(out.required).toEqual(["maybe"]);
   });
 
-  it("gives a schema-less tool an empty object schema", () => {
-    expect(portableSchema(undefined)).toEqual({ type: "object", properties: {} });
-    expect(portableSchema({ type: "object" })).toEqual({ type: "object", properties: {} });
+  it("gives a schema-less tool a bare object schema", () => {
+    expect(portableSchema(undefined)).toEqual({ type: "object" });
+    expect(portableSchema({ type: "object" })).toEqual({ type: "object" });
   });
 });
 

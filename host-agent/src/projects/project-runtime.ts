@@ -227,7 +227,8 @@ export class ProjectRuntime {
     const modelToken = agent.runtime === "scripted" ? null : `oubm_${randomBytes(24).toString("hex")}`;
     const models = modelToken === null ? null : { token: modelToken, budgetUsd: agent.max_cost_usd };
     const token = randomBytes(32).toString("hex");
-    const session = await this.#session(box, { sessionId, token, ...identity }, workspaceId, models);
+    const { session, opened } = this.#session(box, { sessionId, token, ...identity }, workspaceId, models);
+    await opened;
     session.start({
       cwd: join(paths.workspaceRoot, workspaceId),
       env: { ...env, [AgentEnv.socketPath]: sessionSocketPath(paths.socketDir, sessionId) },
@@ -402,28 +403,33 @@ export class ProjectRuntime {
     };
   }
 
-  /** The runner reported its agents: sessions this host does not know yet are re-adopted. */
+  /**
+   * The runner reported its agents: sessions this host does not know yet are re-adopted, at once
+   * (the runner's events for them follow its hello and must find them), each as the uid and gid
+   * the runner runs it as; their sockets open meanwhile (their clients retry until then).
+   */
   async #onAgents(box: Box, agents: RunnerAgent[]): Promise<void> {
+    const opening: Promise<void>[] = [];
     for (const agent of agents) {
       if (this.#sessions.has(agent.session_id) || agent.status === "idle") continue;
-      const identity = await this.#identities.known(agent.session_id, {
-        uid: agent.uid ?? null,
-        gid: agent.gid ?? null,
-      });
+      const identity = { uid: agent.uid ?? null, gid: agent.gid ?? null };
       // Its budget is not known here after a restart; its usage goes on being counted.
       const models = agent.model_token !== undefined ? { token: agent.model_token } : null;
       const peer = { sessionId: agent.session_id, token: agent.session_token, ...identity };
-      const session = await this.#session(box, peer, null, models);
+      const { session, opened } = this.#session(box, peer, null, models);
       session.adopt(agent);
+      opening.push(opened);
     }
+    await Promise.all(opening);
   }
 
-  async #session(
+  /** A session served here: registered at once; `opened` settles once its socket listens. */
+  #session(
     box: Box,
     peer: { sessionId: string; token: string } & SessionIdentity,
     workspaceId: string | null,
     models: { token: string; budgetUsd?: number | undefined } | null,
-  ): Promise<SessionRuntime> {
+  ): { session: SessionRuntime; opened: Promise<void> } {
     const { sessionId } = peer;
     const session = new SessionRuntime({
       models: models && { proxy: this.#o.models, ...models },
@@ -442,8 +448,7 @@ export class ProjectRuntime {
     // A re-adopted session's workspace is not known here; it blocks no workspace deletion.
     this.#sessions.set(sessionId, { session, workspaceId: workspaceId ?? "" });
     this.#o.onSessionOpened(sessionId);
-    await box.sockets.openSession(peer);
-    return session;
+    return { session, opened: box.sockets.openSession(peer) };
   }
 
   async #sessionClosed(box: Box, sessionId: string): Promise<void> {

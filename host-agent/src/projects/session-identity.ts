@@ -38,13 +38,6 @@ export class SessionIdentities {
     return { uid: sessionUid(index), gid };
   }
 
-  /** The uid a re-adopted session was given (its record), else what its runner reports. */
-  async known(sessionId: string, reported: SessionIdentity): Promise<SessionIdentity> {
-    if (!this.#o.separate) return { uid: null, gid: null };
-    const index = (await this.#o.record.read()).sessions[sessionId];
-    return { uid: index !== undefined ? sessionUid(index) : reported.uid, gid: reported.gid };
-  }
-
   /** Makes the directory of the homes (enterable, not listable, by the sessions). */
   async prepareHomes(): Promise<void> {
     await mkdir(this.#o.paths.homes, { recursive: true });
