@@ -72,7 +72,7 @@ describe("portableSchema", () => {
     expect(props.at).toEqual({ type: "string", format: "date-time" });
     expect(props.kind).toEqual({ type: "string", enum: ["fixed"] });
     // The null branch of a nullable goes; what is left stands for the property.
-    expect((props.limits?.properties as Record<string, unknown>).disk_mb).toMatchObject({
+    expect((props.limits as { properties: Record<string, unknown> }).properties.disk_mb).toMatchObject({
       type: "integer",
       minimum: 64,
       description: "Default: null.",
