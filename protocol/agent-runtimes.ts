@@ -23,6 +23,11 @@ export interface CliRuntime {
   defaultModel: string;
   /** argv prefix of the CLI inside its image (the adapter adds its own arguments). */
   command: readonly string[];
+  /**
+   * Programs the CLI runs by name and cannot do without: its image must hold them (in /usr/bin or
+   * /bin) and the runner refuses to start the CLI where they are missing.
+   */
+  needs?: readonly string[];
 }
 
 /** Where agent CLIs live inside runtime images. */
@@ -35,6 +40,9 @@ export const CLI_RUNTIMES: Readonly<Record<Exclude<AgentRuntime, "scripted">, Cl
     provider: "anthropic",
     defaultModel: "claude-sonnet-4-5",
     command: [`${AGENTS_DIR}/droid/droid`],
+    // Its Execute tool runs each command under a bash supervisor that polls `ps` for droid's pid:
+    // without bash droid exits (code 1) on the first command; without ps every command is killed.
+    needs: ["bash", "ps"],
   },
   claude: {
     package: "@anthropic-ai/claude-code",

@@ -18,6 +18,7 @@ import {
 } from "../../protocol/agent-runtimes.js";
 import { type AgentCliFiles, type CliRuntimeName, cliLayoutKey, fetchAgentCli } from "./agent-cli.js";
 import { hostFile, packStream, packTree, type TreeEntry, treeSize } from "./build-context.js";
+import { DockerImageError } from "./errors.js";
 import {
   DROID_IMAGE_TAG,
   type DroidBundles,
@@ -93,6 +94,7 @@ export async function ensureAgentCliImage(
   log: (line: string) => void,
 ): Promise<string> {
   const base = await ensureNodeBaseImage(docker, log);
+  await checkNeeds(runtime);
   const baseId = (await docker.getImage(base).inspect()).Id;
   const contentHash = createHash("sha256")
     .update(`agent-cli ${CLI_IMAGE_VERSION}\0${baseId}\0${cliLayoutKey(runtime)}`)
@@ -123,6 +125,25 @@ export async function ensureAgentCliImage(
     },
     log,
   );
+}
+
+/**
+ * Throws unless the base image holds every program the CLI needs (CLI_RUNTIMES' `needs`): the
+ * base copies them from this machine only when it has them, and a CLI image without them would
+ * build and then fail in use (Droid exits on its first shell command without bash).
+ */
+async function checkNeeds(runtime: CliRuntimeName): Promise<void> {
+  const needs = CLI_RUNTIMES[runtime].needs ?? [];
+  if (needs.length === 0) return;
+  const inBase = new Set((await planNodeRootfs()).files.map((file) => file.path));
+  const missing = needs.filter((name) => !inBase.has(`/usr/bin/${name}`) && !inBase.has(`/bin/${name}`));
+  if (missing.length > 0) {
+    throw new DockerImageError(
+      "base_image_failed",
+      `the ${runtime} CLI needs ${missing.join(" and ")}, which this machine does not have to copy into ` +
+        "the base image: install them (Debian: apt-get install bash procps) and build again",
+    );
+  }
 }
 
 /** Host libraries the CLI's linked files load that the node base image does not have. */

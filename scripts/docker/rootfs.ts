@@ -33,12 +33,14 @@ const SHELL = "/usr/bin/dash";
  * The command-line tools an agent's shell expects (coreutils, findutils, grep, sed, awk, diff,
  * tar, gzip, git...), copied from this machine under the same names in /usr/bin when it has them.
  * git's built-in commands work (status, diff, add, commit, log, init, branch...); its helpers in
- * git-core (remotes, `add -i`) are not there, and no network is either.
+ * git-core (remotes, `add -i`) are not there, and no network is either. bash and ps are what
+ * Factory Droid's shell tool runs every command under (see CLI_RUNTIMES' `needs`); Claude Code,
+ * Codex and Gemini reach for bash too.
  */
 const TOOLS = [
   "basename cat chmod cmp cp cut date diff dirname du env expr find git grep gzip head id ln ls",
   "md5sum mkdir mktemp mv nproc readlink realpath rm rmdir sed seq sha256sum sleep sort stat tail",
-  "tar tee touch tr uname uniq wc which xargs awk",
+  "tar tee touch tr uname uniq wc which xargs awk bash ps",
   // `container exec` becomes its own user (and every workspace's group) through setpriv.
   "setpriv",
 ]

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
+import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 
 const HOST_KEY = "sk-oubliette-e2e-identity-key-0123456789";
@@ -63,50 +64,13 @@ interface Proc {
 
 /** The container's processes as the host sees them (host pids, real uid and gid, whose session). */
 async function processes(container: Dockerode.Container): Promise<Proc[]> {
-  const top = await container.top();
-  const column = top.Titles.indexOf("PID");
-  const found: Proc[] = [];
-  for (const row of top.Processes) {
-    const pid = Number(row[column]);
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, "utf8");
-      const env = readFileSync(`/proc/${pid}/environ`, "latin1").split("\0");
-      const value = (name: string) => env.find((kv) => kv.startsWith(`${name}=`))?.slice(name.length + 1);
-      found.push({
-        pid,
-        uid: Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]),
-        gid: Number(/^Gid:\s+(\d+)/m.exec(status)?.[1]),
-        session: value("OUBLIETTE_SESSION_ID"),
-        token: value("OUBLIETTE_SESSION_TOKEN"),
-      });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
-/** Reads a file inside the container as `user` ("uid:gid"); resolves with exit code and output. */
-async function readAs(
-  container: Dockerode.Container,
-  user: string,
-  path: string,
-): Promise<{ code: number | null; out: string }> {
-  const exec = await container.exec({
-    Cmd: ["cat", path],
-    User: user,
-    AttachStdout: true,
-    AttachStderr: true,
-  });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const chunks: Buffer[] = [];
-  await new Promise<void>((resolve) => {
-    const sink = { write: (c: Buffer) => chunks.push(c) };
-    docker().modem.demuxStream(stream, sink as never, sink as never);
-    stream.once("end", resolve);
-    stream.once("error", () => resolve());
-  });
-  return { code: (await exec.inspect()).ExitCode, out: Buffer.concat(chunks).toString("latin1") };
+  return (await containerProcesses(container)).map((p) => ({
+    pid: p.pid,
+    uid: p.uid,
+    gid: p.gid,
+    session: envValue(p, "OUBLIETTE_SESSION_ID"),
+    token: envValue(p, "OUBLIETTE_SESSION_TOKEN"),
+  }));
 }
 
 // OUBLIETTE_TEST_AGENTS=none builds no CLI image: then there is nothing here to run.
@@ -140,10 +104,7 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
         sessions.push(session_id);
       }
       const [a, b] = sessions as [string, string];
-      const [listed] = await docker().listContainers({
-        filters: { label: [`oubliette.project=${projectId}`] },
-      });
-      const container = docker().getContainer(listed?.Id ?? "");
+      const container = await projectContainer(docker(), projectId);
       const procs = await processes(container);
       const runner = procs.filter((p) => p.session === undefined && p.uid === 0);
       expect(runner.length).toBeGreaterThan(0);
@@ -164,18 +125,16 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
       // The kernel, asked as A's uid and group: its own agent's environment opens, B's does not.
       const mine = ofA[0] as Proc;
       const theirs = ofB[0] as Proc;
-      const own = await readAs(
-        container,
-        `${ua}:${mine.gid}`,
+      const own = await execAs(container, `${ua}:${mine.gid}`, [
+        "cat",
         `/proc/${await containerPid(mine.pid)}/environ`,
-      );
+      ]);
       expect(own.code).toBe(0);
       expect(own.out).toContain(mine.token ?? "missing");
-      const other = await readAs(
-        container,
-        `${ua}:${mine.gid}`,
+      const other = await execAs(container, `${ua}:${mine.gid}`, [
+        "cat",
         `/proc/${await containerPid(theirs.pid)}/environ`,
-      );
+      ]);
       expect(other.code).not.toBe(0);
       expect(other.out).toContain("Permission denied");
       expect(other.out).not.toContain(theirs.token ?? "missing");
@@ -196,20 +155,7 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
 /** The HTTP status a GET of 127.0.0.1:`port` gets, asked inside the container as `user`. */
 async function httpStatusAs(container: Dockerode.Container, user: string, port: number): Promise<number> {
   const script = `require("node:http").get("http://127.0.0.1:${port}/", (r) => { console.log(r.statusCode); r.resume(); }).on("error", (e) => console.log(e.code))`;
-  const exec = await container.exec({
-    Cmd: ["node", "-e", script],
-    User: user,
-    AttachStdout: true,
-    AttachStderr: true,
-  });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const chunks: Buffer[] = [];
-  await new Promise<void>((resolve) => {
-    const sink = { write: (c: Buffer) => chunks.push(c) };
-    docker().modem.demuxStream(stream, sink as never, sink as never);
-    stream.once("end", resolve);
-  });
-  return Number(Buffer.concat(chunks).toString("utf8").trim());
+  return Number((await execAs(container, user, ["node", "-e", script])).out.trim());
 }
 
 /** TCP sockets listening in a process's network namespace: [local address, owner uid]. */

@@ -3,15 +3,23 @@
  * wrangler dev, a Docker host-agent, each runtime's pinned CLI in its image with no network, and
  * a scripted fake model on loopback behind the host-agent's model proxy. For each runtime: the
  * model calls the caller's tool, the caller answers, the model sees the answer, the turn
- * completes; a follow-up turn; an interrupt that keeps the session. The model only ever sees the
- * host's key; the container holds none; the proxy refuses what is not a model API; a budget stops
- * the model.
+ * completes; a second and a third message continue the same conversation; a shell command runs in
+ * the image; a caller's answer that takes 30 s still reaches the model; an interrupt keeps the
+ * session; failing side requests (titles, checks) do not end a session. The model only ever sees
+ * the host's key; the container holds none; the proxy refuses what is not a model API; a budget
+ * stops the model.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+
+import { type Dirent, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import Dockerode from "dockerode";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
+import { ContainerPaths, modelSocketPath } from "../../protocol/container-layout.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
+import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 
 const HOST_KEY = "sk-oubliette-e2e-host-key-0123456789abcdef";
@@ -28,8 +36,31 @@ const MODELS: Partial<Record<AgentRuntime, string>> = {
   gemini: "gemini-2.5-pro",
 };
 
+/**
+ * A call of each CLI's own shell tool, as its model would make it. The command prints what its
+ * text does not hold, so a tool result holding SHELL_OUTPUT proves the command ran.
+ */
+const SHELL_COMMAND = "echo shell-$((6 * 7))";
+const SHELL_OUTPUT = "shell-42";
+const SHELL_CALLS: Partial<Record<AgentRuntime, { tool: string; arguments: Record<string, unknown> }>> = {
+  claude: { tool: "Bash", arguments: { command: SHELL_COMMAND, description: "Print a number" } },
+  droid: {
+    tool: "Execute",
+    arguments: {
+      command: SHELL_COMMAND,
+      summary: "Print a small number",
+      riskLevel: "low",
+      riskLevelReason: "It only prints text.",
+    },
+  },
+  codex: { tool: "exec_command", arguments: { cmd: SHELL_COMMAND } },
+  opencode: { tool: "bash", arguments: { command: SHELL_COMMAND } },
+  gemini: { tool: "run_shell_command", arguments: { command: SHELL_COMMAND } },
+};
+
 const images = inject("agentImages") ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
+const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
 
 let stack: TestStack;
 let caller: TestCaller;
@@ -63,6 +94,41 @@ function of(sessionId: string, type: SessionEvent["type"]) {
   return caller.events.filter((e) => e.session_id === sessionId && e.type === type);
 }
 
+/** Files under `dir` (smaller than 4 MB, not under proc, sys, dev or the CLIs' own files) holding `text`. */
+function filesHolding(dir: string, text: string, depth = 0): string[] {
+  if (depth > 12) return [];
+  const found: string[] = [];
+  let entries: Dirent[] = [];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (depth === 0 && ["proc", "sys", "dev"].includes(entry.name)) continue;
+    if (path.endsWith("/opt/agents")) continue;
+    if (entry.isDirectory()) found.push(...filesHolding(path, text, depth + 1));
+    else if (entry.isFile()) {
+      try {
+        if (statSync(path).size < 4e6 && readFileSync(path, "latin1").includes(text)) found.push(path);
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  return found;
+}
+
+/** The last main request's body as JSON text: what the model was given of the conversation. */
+function lastMainRequest(): string {
+  return JSON.stringify(model.requests.findLast((r) => r.main)?.body ?? null);
+}
+
+async function status(sessionId: string): Promise<string> {
+  return (await caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId })).status;
+}
+
 function completion(sessionId: string, seq: number, timeoutMs = 120_000) {
   return caller.waitFor(
     (e) => e.session_id === sessionId && e.type === "completion" && e.message_seq === seq,
@@ -89,6 +155,21 @@ async function exec(projectId: string, script: string): Promise<{ exit_code: num
 describe.each(runtimes)("the %s runtime", (runtime) => {
   let projectId = "";
   let sessionId = "";
+  /** The seq of the session's last message. */
+  let seq = 0;
+  /** Sends the session's next message and waits for its turn to complete. */
+  async function turn(message: string, timeoutMs = 120_000) {
+    seq += 1;
+    await caller.ok("session", { action: "message", session_id: sessionId, message });
+    return completion(sessionId, seq, timeoutMs);
+  }
+
+  afterEach(() => {
+    // A step left over would answer the next test's turn: drop it, and say this test left one.
+    const left = model.remaining;
+    model.reset();
+    expect(left, "scripted replies the CLI never asked for").toBe(0);
+  });
 
   afterAll(async () => {
     if (projectId !== "")
@@ -113,6 +194,7 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
       prompt: "What does oubliette mean? Use the lookup tool.",
     });
     sessionId = spawned.session_id;
+    seq = 1;
     expect(spawned.agent).toBe(runtime);
     const request = await caller.waitFor(
       (e) => e.session_id === sessionId && e.type === "caller_tool_request",
@@ -124,7 +206,7 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
     // The model's next request carried the caller's answer.
     expect(
       model
-        .toolResults()
+        .toolResults(before)
         .map((r) => r.text)
         .join("\n"),
     ).toContain("a dungeon reached through a trapdoor");
@@ -154,20 +236,80 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
     expect(of(sessionId, "usage").length).toBeGreaterThan(0);
   }, 300_000);
 
-  it("takes a follow-up message as a second turn", async () => {
+  it("continues the same conversation over a second and a third message", async () => {
     model.script([{ text: "Second answer, as asked." }]);
-    await caller.ok("session", {
-      action: "message",
-      session_id: sessionId,
-      message: "And once more, briefly.",
-    });
-    await completion(sessionId, 2);
+    expect(await turn("And once more, briefly.")).toMatchObject({ stop_reason: "end_turn" });
     expect(model.lastUserText()).toContain("And once more, briefly.");
-  }, 180_000);
+    // The model was given the first turn with the second: one conversation, not a fresh one.
+    const second = lastMainRequest();
+    for (const earlier of ["What does oubliette mean?", "It means a secret dungeon."])
+      expect(second).toContain(earlier);
+    model.script([{ text: "Third answer, all in one thread." }]);
+    expect(await turn("A third message, please.")).toMatchObject({ stop_reason: "end_turn" });
+    expect(model.lastUserText()).toContain("A third message, please.");
+    const third = lastMainRequest();
+    for (const earlier of [
+      "What does oubliette mean?",
+      "It means a secret dungeon.",
+      "And once more, briefly.",
+      "Second answer, as asked.",
+    ])
+      expect(third).toContain(earlier);
+    expect(await status(sessionId)).toBe("running");
+  }, 240_000);
+
+  it("runs a command with the CLI's own shell tool in its image, and the session goes on", async () => {
+    const call = SHELL_CALLS[runtime];
+    expect(call, `a shell call for ${runtime} (SHELL_CALLS)`).toBeDefined();
+    model.script([
+      { text: "Running it.", ...(call as NonNullable<typeof call>) },
+      { text: "The command ran." },
+    ]);
+    const before = model.requests.length;
+    expect(await turn("Print six times seven with the shell.")).toMatchObject({ stop_reason: "end_turn" });
+    expect(
+      model
+        .toolResults(before)
+        .map((r) => r.text)
+        .join("\n"),
+    ).toContain(SHELL_OUTPUT);
+    // The CLI is still there for the next message (a CLI that fell over on its shell ended here).
+    model.script([{ text: "Still here after the shell." }]);
+    expect(await turn("Are you still there after that?")).toMatchObject({ stop_reason: "end_turn" });
+    expect(await status(sessionId)).toBe("running");
+  }, 240_000);
+
+  it("waits 30 s for the caller's slow answer, which reaches the model, and the session goes on", async () => {
+    const slowMs = 30_000;
+    model.script([
+      { text: "Looking it up, slowly.", tool: "ant_lookup", arguments: { word: "trapdoor" } },
+      { text: "The slow answer arrived." },
+    ]);
+    let askedAt = 0;
+    const before = model.requests.length;
+    caller.answerWith(async (request) => {
+      if (request.tool !== "lookup") return "ignore";
+      askedAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, slowMs));
+      return { result: "a door in a floor, answered after a long wait" };
+    });
+    expect(await turn("Look up trapdoor, please.", 240_000)).toMatchObject({ stop_reason: "end_turn" });
+    expect(Date.now() - askedAt).toBeGreaterThanOrEqual(slowMs);
+    expect(
+      model
+        .toolResults(before)
+        .map((r) => r.text)
+        .join("\n"),
+    ).toContain("a door in a floor, answered after a long wait");
+    model.script([{ text: "Here after the long wait." }]);
+    expect(await turn("Still with me?")).toMatchObject({ stop_reason: "end_turn" });
+    expect(await status(sessionId)).toBe("running");
+  }, 360_000);
 
   it("interrupts a slow turn and keeps the session for the next one", async () => {
     model.script([{ text: "This answer takes its time to arrive, word by word.", delay_ms: 60_000 }]);
     const deltasBefore = of(sessionId, "delta").length;
+    seq += 1;
     await caller.ok("session", { action: "message", session_id: sessionId, message: "Take your time." });
     await caller.waitFor(
       () => of(sessionId, "delta").length > deltasBefore,
@@ -179,52 +321,58 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
       session_id: sessionId,
     });
     expect(interrupted.interrupt_sent).toBe(true);
-    const ended = await completion(sessionId, 3, 60_000);
+    const ended = await completion(sessionId, seq, 60_000);
     expect(ended).toMatchObject({ stop_reason: "interrupted" });
     model.script([{ text: "Back after the interrupt." }]);
-    await caller.ok("session", { action: "message", session_id: sessionId, message: "Are you still there?" });
-    await completion(sessionId, 4);
-    expect(
-      (await caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId })).status,
-    ).toBe("running");
+    await turn("Are you still there?");
+    expect(await status(sessionId)).toBe("running");
   }, 240_000);
 
+  it("keeps a session whose side requests (titles, checks) the provider fails with HTTP 500", async () => {
+    const sideBefore = model.requests.filter((r) => !r.main && r.protocol !== null).length;
+    model.answerSideRequests({ error: { status: 500, message: "the provider failed this side request" } });
+    try {
+      model.script([{ text: "Answered despite the failing side requests." }]);
+      const { session_id } = await caller.ok<{ session_id: string }>("session", {
+        action: "spawn",
+        project_id: projectId,
+        new_session: true,
+        prompt: "A first message whose title request fails.",
+      });
+      // A fresh agent, so that its first message's side requests (a title) are made, and fail.
+      expect(session_id).not.toBe(sessionId);
+      expect(await completion(session_id, 1, 180_000)).toMatchObject({ stop_reason: "end_turn" });
+      model.script([{ text: "And a second answer." }]);
+      await caller.ok("session", { action: "message", session_id, message: "A second message." });
+      expect(await completion(session_id, 2, 180_000)).toMatchObject({ stop_reason: "end_turn" });
+      expect(await status(session_id)).toBe("running");
+      const failed = model.requests.filter((r) => !r.main && r.protocol !== null).length - sideBefore;
+      console.log(`side requests failed (${runtime}): ${failed}`);
+    } finally {
+      model.answerSideRequests(undefined);
+    }
+  }, 420_000);
+
   it("holds no key in the container, and the model socket refuses what is not a model API", async () => {
-    const scan = await exec(
-      projectId,
-      `
-      const fs = require("node:fs"), path = require("node:path");
-      const key = ${JSON.stringify(HOST_KEY)};
-      let found = [];
-      for (const pid of fs.readdirSync("/proc").filter((p) => /^\\d+$/.test(p))) {
-        try { if (fs.readFileSync("/proc/" + pid + "/environ", "latin1").includes(key)) found.push("env of " + pid); } catch {}
-      }
-      const walk = (dir, depth) => {
-        if (depth > 12 || ["/proc", "/sys", "/dev", "/opt/agents"].includes(dir)) return;
-        let entries = [];
-        try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { return; }
-        for (const e of entries) {
-          const p = path.join(dir, e.name);
-          if (e.isDirectory()) walk(p, depth + 1);
-          else if (e.isFile()) { try { if (fs.statSync(p).size < 4e6 && fs.readFileSync(p, "latin1").includes(key)) found.push(p); } catch {} }
-        }
-      };
-      walk("/", 0);
-      console.log(JSON.stringify(found));`,
-    );
-    expect(JSON.parse(scan.stdout)).toEqual([]);
-    // The agent's placeholder, from its environment, opens only the model APIs.
-    const probe = await exec(
-      projectId,
-      `
-      const fs = require("node:fs"), http = require("node:http");
-      let token = "";
-      for (const pid of fs.readdirSync("/proc").filter((p) => /^\\d+$/.test(p))) {
-        try { const m = /oubm_[0-9a-f]+/.exec(fs.readFileSync("/proc/" + pid + "/environ", "latin1")); if (m) token = m[0]; } catch {}
-      }
-      const ask = (path) => new Promise((resolve) => {
-        const req = http.request({ socketPath: "/mcp/model.sock", path, method: "POST", headers: { "x-api-key": token, authorization: "Bearer " + token } }, (res) => { res.resume(); resolve(res.statusCode); });
-        req.on("error", (e) => resolve(e.message));
+    const container = await projectContainer(docker(), projectId);
+    // From the host, which sees past every uid in the container: each process's environment,
+    // and every file of the container's view of the filesystem (agents' homes and workspaces too).
+    const procs = await containerProcesses(container);
+    expect(procs.filter((p) => p.env.join("\n").includes(HOST_KEY)).map((p) => p.pid)).toEqual([]);
+    const root = `/proc/${(await container.inspect()).State.Pid}/root`;
+    expect(filesHolding(root, HOST_KEY)).toEqual([]);
+    // The agent's placeholder (from its environment, as the host reads it) opens only the model
+    // APIs of the runner's model socket, asked as root in the container.
+    const token = procs
+      .map((p) => envValue(p, "OUBLIETTE_MODEL_KEY") ?? p.env.join("\n").match(/oubm_[0-9a-f]+/)?.[0])
+      .find((t) => t?.startsWith("oubm_"));
+    expect(token, "an agent's model placeholder").toBeDefined();
+    const probe = (placeholder: string) => `
+      const http = require("node:http");
+      const ask = (path, auth) => new Promise((resolve) => {
+        const headers = auth ? { "x-api-key": ${JSON.stringify(placeholder)}, authorization: "Bearer " + ${JSON.stringify(placeholder)} } : {};
+        const req = http.request({ socketPath: ${JSON.stringify(modelSocketPath(ContainerPaths.socketDir))}, path, method: "POST", headers }, (res) => { res.resume(); resolve(res.statusCode); });
+        req.on("error", (e) => resolve(e.code));
         req.end("{}");
       });
       const outside = new Promise((resolve) => {
@@ -233,14 +381,18 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
         req.on("timeout", () => { req.destroy(); resolve("timeout"); });
         req.end();
       });
-      Promise.all([ask("/v1/files"), ask("/admin/keys"), outside]).then((r) => console.log(JSON.stringify({ token: token !== "", r })));`,
-    );
-    const { token, r } = JSON.parse(probe.stdout) as { token: boolean; r: (number | string)[] };
-    // Under workspace isolation the agent's /proc is not readable; here it is the same user.
-    if (token) expect(r.slice(0, 2)).toEqual([403, 403]);
-    else expect(r.slice(0, 2)).toEqual([401, 401]);
+      Promise.all([ask("/v1/files", true), ask("/admin/keys", true), ask("/v1/messages", false), outside])
+        .then((r) => console.log(JSON.stringify(r)));`;
+    const asRoot = JSON.parse(
+      (await execAs(container, "0", ["node", "-e", probe(token ?? "")])).out,
+    ) as unknown[];
+    expect(asRoot.slice(0, 3)).toEqual([403, 403, 401]);
     // No network: nothing leaves the container but through the model socket.
-    expect(["ENETUNREACH", "EHOSTUNREACH", "EAI_AGAIN", "ECONNREFUSED"]).toContain(r[2]);
+    expect(["ENETUNREACH", "EHOSTUNREACH", "EAI_AGAIN", "ECONNREFUSED"]).toContain(asRoot[3]);
+    // `container exec` runs as the project's user: the runner's model socket does not even let it
+    // connect, placeholder or not.
+    const asExec = JSON.parse((await exec(projectId, probe(token ?? ""))).stdout) as unknown[];
+    expect(asExec.slice(0, 3)).toEqual(["EACCES", "EACCES", "EACCES"]);
   }, 120_000);
 });
 

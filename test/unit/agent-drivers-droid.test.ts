@@ -148,4 +148,74 @@ describe("Factory Droid adapter", () => {
       error: { code: -32601 },
     });
   });
+
+  const response = (id: string, body: Record<string, unknown>) =>
+    JSON.stringify({ jsonrpc: "2.0", type: "response", factoryApiVersion: "1.0.0", id, ...body });
+  const notification = (notification: Record<string, unknown>) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      type: "notification",
+      factoryApiVersion: "1.0.0",
+      method: "droid.session_notification",
+      params: { notification },
+    });
+
+  it("says the session id droid gave, so that a crash can resume it", () => {
+    const driver = droidDriver(context);
+    driver.start();
+    expect(driver.conversationId?.()).toBeUndefined();
+    driver.read(response("oub-init", { result: { sessionId: "droid-s1" } }));
+    expect(driver.conversationId?.()).toBe("droid-s1");
+  });
+
+  it("loads the session it had after a crash (droid.load_session), quiet about the replay, and goes on", () => {
+    const driver = droidDriver({ ...context, resume: "droid-s1" });
+    const [load] = driver.start().map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(load).toMatchObject({
+      method: "droid.load_session",
+      params: { sessionId: "droid-s1", mcpServers: [{ name: "oubliette" }] },
+    });
+    expect(driver.send(3, "after the crash")).toEqual([]);
+    // What droid re-sends of the old conversation while loading is not this turn's output.
+    expect(driver.read(notification({ type: "assistant_text_delta", textDelta: "old" })).events).toEqual([]);
+    const loaded = driver.read(response(String(load?.id), { result: {} }));
+    expect(loaded.events).toEqual([
+      expect.objectContaining({
+        type: "system",
+        subtype: "init",
+        data: { droid_session_id: "droid-s1", resumed: true },
+      }),
+    ]);
+    expect(loaded.write.map((l) => JSON.parse(l) as unknown)).toEqual([
+      expect.objectContaining({ method: "droid.add_user_message", params: { text: "after the crash" } }),
+    ]);
+    expect(driver.conversationId?.()).toBe("droid-s1");
+    expect(driver.read(notification({ type: "assistant_text_delta", textDelta: "new" })).events).toEqual([
+      { type: "delta", text: "new" },
+    ]);
+  });
+
+  it("starts a new session, with a warning, when droid cannot load the old one", () => {
+    const driver = droidDriver({ ...context, resume: "gone" });
+    const [load] = driver.start().map((l) => JSON.parse(l) as Record<string, unknown>);
+    driver.send(2, "hello again");
+    const refused = driver.read(
+      response(String(load?.id), { error: { code: -32004, message: "session not found" } }),
+    );
+    expect(refused.events).toEqual([
+      expect.objectContaining({
+        type: "system",
+        subtype: "warning",
+        message: expect.stringContaining("session not found"),
+      }),
+    ]);
+    expect(refused.write.map((l) => JSON.parse(l) as unknown)).toEqual([
+      expect.objectContaining({ method: "droid.initialize_session" }),
+    ]);
+    const started = driver.read(response("oub-init", { result: { sessionId: "droid-s2" } }));
+    expect(started.write.map((l) => JSON.parse(l) as unknown)).toEqual([
+      expect.objectContaining({ method: "droid.add_user_message", params: { text: "hello again" } }),
+    ]);
+    expect(driver.conversationId?.()).toBe("droid-s2");
+  });
 });

@@ -141,6 +141,23 @@ describe.each(CLIENTS)("fake model, $protocol", (client) => {
     expect(model.requests.map((r) => r.main)).toEqual([false, false, true]);
   });
 
+  it("fails every side request with the error a test sets, main requests untouched, until cleared", async () => {
+    model.script([{ text: "The main answer." }]);
+    model.answerSideRequests({ error: { status: 500, message: "the provider is down" } });
+    for (const stream of [false, true]) {
+      const failed = await send(client, { user: "Generate a title.", stream });
+      expect(failed.status).toBe(500);
+      expect(JSON.stringify(await failed.json())).toContain("the provider is down");
+    }
+    const main = await turn(client, { user: "hi", tools: tools(protocol), stream: true });
+    expect(main.text).toBe("The main answer.");
+    model.answerSideRequests({ text: "A title" });
+    expect((await turn(client, { user: "Title?", stream: true })).text).toBe("A title");
+    model.answerSideRequests(undefined);
+    expect((await turn(client, { user: "Title?", stream: false })).text).toBe(SIDE_TEXT);
+    expect(model.requests.map((r) => r.main)).toEqual([false, false, true, false, false]);
+  });
+
   it("streams a slow reply over its delay and survives a client that leaves mid-stream", async () => {
     const slow = "one two three four five six seven eight";
     model.script([{ text: slow, delay_ms: 3_000 }, { text: "After the interrupt." }]);
@@ -213,6 +230,8 @@ describe.each(CLIENTS)("fake model, $protocol", (client) => {
     });
     expect(model.toolResults()).toEqual([{ protocol, tool_call_id: "call_7", text: "echo: ping" }]);
     expect(model.lastUserText()).toBe("please echo");
+    // Only requests from an index on: what one test's turns sent, not an earlier test's.
+    expect(model.toolResults(model.requests.length)).toEqual([]);
   });
 });
 
@@ -436,6 +455,14 @@ describe("fake model, side endpoints and limits", () => {
     };
     expect((await post("/v1/messages?beta=true", body)).status).toBe(200);
     expect(model.lastUserText()).toBe("what is 2+2?");
+  });
+
+  it("drops the steps left unconsumed when told, so one test's leftovers never answer the next", async () => {
+    model.script([{ text: "one" }, { text: "two" }]);
+    model.reset();
+    expect(model.remaining).toBe(0);
+    const reply = await turn(chatClient, { user: "hi", tools: [{ name: "Bash" }], stream: false });
+    expect(reply.text).toBe(DEFAULT_TEXT);
   });
 
   it("rejects a malformed script step", () => {

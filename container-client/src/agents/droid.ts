@@ -6,9 +6,11 @@
  * `droid.interrupt_session`; a turn ends with the `agent_turn_completed` notification. The model is
  * a custom model in `~/.factory/settings.json` pointing at the forwarder, its key read from an
  * environment variable holding the session's placeholder. Air-gapped mode stops all other traffic.
+ * After a crash the new process continues the conversation with `droid.load_session` (droid keeps
+ * its sessions in the agent's home); a session it cannot load gives way to a new one, with a warning.
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
-import type { AgentDriver, DriverContext } from "./driver.js";
+import { type AgentDriver, type DriverContext, type DriverOutput, NOTHING, output } from "./driver.js";
 import { assistantBlocks, contentText, json, jsonObject, record, text } from "./json-line.js";
 import { Turns } from "./turns.js";
 
@@ -16,15 +18,57 @@ const API_VERSION = "1.0.0";
 /** The environment variable the custom model's key is read from. */
 const KEY_ENV = "OUBLIETTE_MODEL_KEY";
 const INIT_ID = "oub-init";
+const LOAD_ID = "oub-load";
 
 export function droidDriver(context: DriverContext): AgentDriver {
   const turns = new Turns();
   let ready = false;
+  /** Droid's own id of the session, once its handshake answered. */
+  let droidSessionId: string | undefined;
+  /** A `droid.load_session` is under way: what droid re-sends of the old session is not news. */
+  let loading = false;
   let nextId = 0;
   /** Messages sent before the session was initialised. */
   const early: { seq: number; text: string }[] = [];
   const request = (method: string, params: unknown, id = `oub-${++nextId}`) =>
     JSON.stringify({ jsonrpc: "2.0", factoryApiVersion: API_VERSION, type: "request", id, method, params });
+  const mcpServers = () => [
+    {
+      name: context.mcpServer.name,
+      command: context.mcpServer.command,
+      args: context.mcpServer.args,
+      env: context.mcpServer.env,
+    },
+  ];
+  const initialize = () =>
+    request(
+      "droid.initialize_session",
+      {
+        machineId: context.sessionId,
+        cwd: context.cwd,
+        modelId: `custom:${context.model}`,
+        autonomyLevel: "high",
+        mcpServers: mcpServers(),
+      },
+      INIT_ID,
+    );
+  /** The session is there: it takes the messages sent meanwhile. */
+  const started = (sessionId: unknown, resumed: boolean): DriverOutput => {
+    ready = true;
+    loading = false;
+    if (typeof sessionId === "string" && sessionId !== "") droidSessionId = sessionId;
+    return output(
+      [
+        {
+          type: "system",
+          subtype: "init",
+          message: `Factory Droid session ${resumed ? "resumed" : "started"} with model ${context.model}`,
+          data: { droid_session_id: json(droidSessionId), ...(resumed ? { resumed: true } : {}) },
+        },
+      ],
+      early.splice(0).map((m) => userMessage(m.seq, m.text)),
+    );
+  };
   const userMessage = (seq: number, message: string) => {
     turns.begin(seq);
     return request("droid.add_user_message", { text: message });
@@ -59,26 +103,14 @@ export function droidDriver(context: DriverContext): AgentDriver {
         },
       ],
     }),
-    start: () => [
-      request(
-        "droid.initialize_session",
-        {
-          machineId: context.sessionId,
-          cwd: context.cwd,
-          modelId: `custom:${context.model}`,
-          autonomyLevel: "high",
-          mcpServers: [
-            {
-              name: context.mcpServer.name,
-              command: context.mcpServer.command,
-              args: context.mcpServer.args,
-              env: context.mcpServer.env,
-            },
-          ],
-        },
-        INIT_ID,
-      ),
-    ],
+    start: () => {
+      if (context.resume === undefined) return [initialize()];
+      loading = true;
+      return [
+        request("droid.load_session", { sessionId: context.resume, mcpServers: mcpServers() }, LOAD_ID),
+      ];
+    },
+    conversationId: () => droidSessionId,
     send(seq, message) {
       if (!ready) {
         early.push({ seq, text: message });
@@ -102,19 +134,22 @@ export function droidDriver(context: DriverContext): AgentDriver {
             write: [],
           };
         }
-        ready = true;
-        const session = record(o.result);
-        return {
-          events: [
+        return started(record(o.result)?.sessionId, false);
+      }
+      if (o.type === "response" && o.id === LOAD_ID) {
+        if (o.error === undefined) return started(context.resume, true);
+        loading = false;
+        const why = contentText(record(o.error)?.message ?? o.error);
+        return output(
+          [
             {
               type: "system",
-              subtype: "init",
-              message: `Factory Droid session started with model ${context.model}`,
-              data: { droid_session_id: json(session?.sessionId) },
+              subtype: "warning",
+              message: `the earlier session could not be loaded (${why}): a new conversation starts`,
             },
           ],
-          write: early.splice(0).map((m) => userMessage(m.seq, m.text)),
-        };
+          [initialize()],
+        );
       }
       if (o.type === "response" && o.error !== undefined) {
         return {
@@ -143,7 +178,7 @@ export function droidDriver(context: DriverContext): AgentDriver {
           ],
         };
       }
-      if (o.method !== "droid.session_notification") return { events: [], write: [] };
+      if (o.method !== "droid.session_notification" || loading) return NOTHING;
       return { events: readNotification(record(record(o.params)?.notification), turns), write: [] };
     },
   };

@@ -2,10 +2,11 @@
  * Turns an `agent_start` into what the slot runs: the runtime's adapter (driver), its launch
  * (argv, environment, config files) and the agent's home. The scripted test droid keeps the
  * image's command and the runner's environment; a CLI runtime gets its catalogue command, a home
- * of its own, the model forwarder's URL and its session's placeholder model credential.
+ * of its own, the model forwarder's URL and its session's placeholder model credential, and does
+ * not start in a container lacking the CLI or a program it needs.
  */
 import { existsSync } from "node:fs";
-import { isAbsolute, join } from "node:path";
+import { delimiter, isAbsolute, join } from "node:path";
 import { type AgentRuntime, CLI_RUNTIMES } from "../../../protocol/agent-runtimes.js";
 import { API_KEY_ENV } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
@@ -107,6 +108,15 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       { reason: "unsupported" },
     );
   }
+  const lacking = lackingPrograms(cli.needs ?? []);
+  if (lacking.length > 0) {
+    throw new RpcError(
+      RpcErrorCode.ServerError,
+      `this container has no ${lacking.join(" or ")}, which the ${runtime} CLI cannot do without: run the ` +
+        `project in the ${runtime} image, or add them to yours`,
+      { reason: "unsupported" },
+    );
+  }
   if (settings.modelBaseUrl === null) {
     throw new RpcError(
       RpcErrorCode.ServerError,
@@ -134,4 +144,14 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
     mcpServer,
   });
   return { runtime, home, build, modelToken };
+}
+
+/** The programs of `names` found neither in /usr/bin, /bin nor a directory of `path` (a PATH value). */
+export function lackingPrograms(
+  names: readonly string[],
+  path: string = process.env.PATH ?? "",
+  exists: (file: string) => boolean = existsSync,
+): string[] {
+  const dirs = [...new Set(["/usr/bin", "/bin", ...path.split(delimiter).filter(isAbsolute)])];
+  return names.filter((name) => !dirs.some((dir) => exists(join(dir, name))));
 }
