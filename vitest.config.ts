@@ -72,6 +72,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/integration/**/*.test.ts"],
+          globalSetup: ["test/support/browser-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
           sequence: { groupOrder: 2 },
@@ -81,7 +82,7 @@ export default defineConfig({
         test: {
           name: "docker",
           include: ["test/docker/**/*.test.ts", "test/e2e/**/*.test.ts"],
-          globalSetup: ["test/support/docker-setup.ts"],
+          globalSetup: ["test/support/docker-setup.ts", "test/support/browser-setup.ts"],
           testTimeout: 120_000,
           // The first run on a bare machine installs docker.io and builds images.
           hookTimeout: 900_000,
