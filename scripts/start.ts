@@ -121,10 +121,14 @@ function printBanner(
   if (agentImage) say(`  Agent:        ${agentImage} (new projects run it by default)`);
   say(`  Logs:         ${running.worker.logFile}, ${host.logFile}`);
   say();
-  say("Add it to an MCP client:");
-  say(`  claude mcp add --transport http oubliette ${mcpUrl} --header "Authorization: Bearer ${adminToken}"`);
+  say("Add it to an MCP client, either way:");
+  say(`  sign in (OAuth): claude mcp add --transport http oubliette ${mcpUrl}`);
+  say("    the client opens a browser page: paste the admin token there once, then choose what it may do");
   say(
-    `  or in a client's JSON config: {"url": "${mcpUrl}", "headers": {"Authorization": "Bearer ${adminToken}"}}`,
+    `  with the token:  claude mcp add --transport http oubliette ${mcpUrl} --header "Authorization: Bearer ${adminToken}"`,
+  );
+  say(
+    `    or in a client's JSON config: {"url": "${mcpUrl}", "headers": {"Authorization": "Bearer ${adminToken}"}}`,
   );
   say();
   say('Then create a project and start a droid in it (README, "A walk-through"):');

@@ -21,6 +21,8 @@ export interface LocalStackOptions {
   /** Extra caller tokens by id (known to the Worker only by their hashes), scope admin. */
   extraTokens?: string[];
   vars?: Record<string, string>;
+  /** More environment for wrangler and workerd (e.g. NODE_EXTRA_CA_CERTS, a CA its fetches trust). */
+  wranglerEnv?: Record<string, string>;
   /** Aborting stops what has started and rejects the start. */
   signal?: AbortSignal;
 }
@@ -93,6 +95,7 @@ export class LocalStack {
         ...(staticTokens.length ? { OUBLIETTE_STATIC_TOKENS: JSON.stringify(staticTokens) } : {}),
         ...options.vars,
       },
+      ...(options.wranglerEnv ? { env: options.wranglerEnv } : {}),
     };
     const worker = await startWranglerDev({ ...workerOptions, signal: options.signal }).catch(
       async (err: unknown) => {

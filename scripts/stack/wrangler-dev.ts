@@ -33,6 +33,8 @@ export interface WranglerDevOptions {
   /** File that receives wrangler's output (the Worker's JSON logs among it). */
   logFile: string;
   readyTimeoutMs?: number;
+  /** More environment for wrangler and workerd. */
+  env?: Record<string, string>;
   /** Aborting stops wrangler and rejects the start. */
   signal?: AbortSignal;
 }
@@ -79,6 +81,7 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
     cwd: options.repoRoot,
     env: {
       ...process.env,
+      ...options.env,
       WRANGLER_SEND_METRICS: "false",
       CI: "1",
       NO_COLOR: "1",

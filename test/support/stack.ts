@@ -7,7 +7,9 @@ import { LocalStack, type LocalStackOptions } from "../../scripts/stack/local-st
 export type { HostOptions } from "../../scripts/stack/local-stack.js";
 
 export const TestStack = {
-  async start(options: Pick<LocalStackOptions, "vars"> = {}): Promise<LocalStack & { otherToken: string }> {
+  async start(
+    options: Pick<LocalStackOptions, "vars" | "wranglerEnv"> = {},
+  ): Promise<LocalStack & { otherToken: string }> {
     const stack = await LocalStack.start({ ...options, extraTokens: ["other"] });
     return Object.assign(stack, { otherToken: stack.extraTokens.other ?? "" });
   },

@@ -7,6 +7,8 @@ import { mcpRoute } from "./http/mcp-route.js";
 import { checkHost } from "./http/origin.js";
 import { sessionRoutes, tunnelRoutes } from "./http/session-routes.js";
 import { createLog, errorMessage } from "./log.js";
+import { authorizeRoutes } from "./oauth/authorize-routes.js";
+import { serverRoutes } from "./oauth/server-routes.js";
 
 const log = createLog({ component: "worker" });
 
@@ -22,7 +24,12 @@ app.get("/healthz", (c) => {
 // DNS-rebinding guard on every caller and host route, before anything else looks at the request.
 app.use("/mcp/*", checkHost);
 app.use("/v1/*", checkHost);
+app.use("/oauth/*", checkHost);
+app.use("/.well-known/*", checkHost);
 app.route("/mcp", mcpRoute);
+// Sign-in (OAuth 2.1): the authorization server's endpoints and the sign-in and consent pages.
+app.route("/", serverRoutes);
+app.route("/", authorizeRoutes);
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/tunnel", tunnelRoutes);
 

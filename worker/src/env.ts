@@ -25,6 +25,10 @@ export interface Env {
   SCHEDULE_DIRECTORY: DurableObjectNamespace<ScheduleDirectoryDurableObject>;
   JOBS: DurableObjectNamespace<JobDurableObject>;
   JOB_DIRECTORY: DurableObjectNamespace<JobDirectoryDurableObject>;
+  /** OAuth storage of `@cloudflare/workers-oauth-provider` (clients, grants, tokens: hashed). */
+  OAUTH_KV: KVNamespace;
+  /** Dynamic Client Registrations per client address (Workers Rate Limiting). */
+  OAUTH_REGISTER_LIMIT?: RateLimit;
   /** Admin caller token (secret). Or give OUBLIETTE_ADMIN_TOKEN_SHA256 to keep only its hash. */
   OUBLIETTE_ADMIN_TOKEN?: string;
   OUBLIETTE_ADMIN_TOKEN_SHA256?: string;
@@ -48,6 +52,11 @@ export interface Env {
   OUBLIETTE_JOB_SHORT_WAIT_MS?: string;
   OUBLIETTE_JOB_MEDIUM_WAIT_MS?: string;
   OUBLIETTE_MESSAGE_NOTICE_MS?: string;
+  /**
+   * Local development only: "1" lets OAuth clients whose metadata document (CIMD client_id URL) is
+   * on a loopback or private address sign in. Deployed, such client_ids are refused.
+   */
+  OUBLIETTE_OAUTH_DEV_CLIENTS?: string;
 }
 
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -126,6 +135,11 @@ const ConfigSchema = z.object({
   jobMediumWaitMs: ms(120_000),
   /** A message the host has not confirmed written to the droid after this long is reported (an event). */
   messageNoticeMs: ms(30_000),
+  /** Whether CIMD client_id URLs may point at loopback and private addresses (local development). */
+  oauthDevClients: z
+    .enum(["", "0", "1"])
+    .default("")
+    .transform((v) => v === "1"),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -150,6 +164,7 @@ export function config(env: Env): Config {
     jobShortWaitMs: env.OUBLIETTE_JOB_SHORT_WAIT_MS,
     jobMediumWaitMs: env.OUBLIETTE_JOB_MEDIUM_WAIT_MS,
     messageNoticeMs: env.OUBLIETTE_MESSAGE_NOTICE_MS,
+    oauthDevClients: env.OUBLIETTE_OAUTH_DEV_CLIENTS,
   });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

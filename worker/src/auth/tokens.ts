@@ -12,9 +12,12 @@ import { type Scope, ScopeSchema } from "./scopes.js";
  */
 export interface CallerPrincipal {
   kind: "caller";
+  /** The API token's id, or the OAuth grant's (`grt_…`). */
   tokenId: string;
   scopes: Scope[];
   issued?: boolean;
+  /** An OAuth access token: a missing scope is answered with a step-up challenge (HTTP 403). */
+  oauth?: boolean;
 }
 export interface HostPrincipal {
   kind: "host";
@@ -30,6 +33,7 @@ export const CallerPrincipalSchema = z.object({
   tokenId: z.string(),
   scopes: z.array(ScopeSchema),
   issued: z.boolean().optional(),
+  oauth: z.boolean().optional(),
 });
 export const HostPrincipalSchema = z.object({
   kind: z.literal("host"),
@@ -135,7 +139,7 @@ interface Cached<T> {
 }
 
 /** A small TTL cache, bounded (the oldest entry goes first). */
-class TtlCache<T> {
+export class TtlCache<T> {
   readonly #entries = new Map<string, Cached<T>>();
 
   get(key: string, now: number): T | undefined {

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { forward } from "../auth/principal-header.js";
 import { McpErrorCode, rpcErrorResponse, toResponse } from "../mcp/json-rpc.js";
+import { stepUpChallenge } from "../oauth/step-up.js";
 import { objects } from "../objects/keys.js";
 import { type AppBindings, requireCaller } from "./auth-middleware.js";
 import { mcpCors } from "./cors.js";
@@ -39,6 +40,8 @@ mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
   if (presented !== undefined && !SESSION_ID.test(presented)) {
     return rpcErrorResponse(404, McpErrorCode.sessionNotFound, "Session not found");
   }
+  const stepUp = body?.ok ? stepUpChallenge(c.var.caller, new URL(c.req.url).origin, body.text) : null;
+  if (stepUp !== null) return stepUp;
   const sessionId = presented ?? crypto.randomUUID();
   const stub = objects.mcpSession(c.env, sessionId);
   const principal = c.var.caller;

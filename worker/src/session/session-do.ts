@@ -46,6 +46,8 @@ import type {
 
 /** The longest one `readEvents` call waits for an event (`session events` asks in slices of less). */
 const MAX_EVENT_WAIT_MS = 50_000;
+/** How often a reader waiting for events has its token checked again. */
+const TOKEN_RECHECK_MS = 1_000;
 /** Waiting calls listed by `session get` and `session pending` (the count says how many there are). */
 const MAX_LISTED_REQUESTS = 100;
 
@@ -313,8 +315,16 @@ export class SessionDurableObject extends DurableObject<Env> {
       const owner = principal.tokenId === this.#requireRecord().ownerTokenId;
       if (owner) this.#presence.pollStarted();
       try {
+        // The token is checked again every few seconds, and before a page found by waiting is
+        // answered, as an open stream's is: a revoked token stops waiting, and gets nothing.
         while (page.events.length === 0 && live() && Date.now() < until) {
-          await this.#waiters.next(until);
+          await this.#waiters.next(Math.min(until, Date.now() + TOKEN_RECHECK_MS));
+          if (!(await stillValid(this.env, principal))) {
+            throw new AppError(
+              "unauthorized",
+              `token ${principal.tokenId} was revoked while it waited for events`,
+            );
+          }
           page = this.#eventsPage(sinceIndex, limit);
         }
       } finally {

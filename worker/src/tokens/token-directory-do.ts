@@ -4,6 +4,8 @@ import type { Scope } from "../auth/scopes.js";
 import type { Env } from "../env.js";
 import { fail, ok, type Result } from "../errors.js";
 import { createLog } from "../log.js";
+import { type GrantRow, GrantStore, grantStatus } from "./grant-store.js";
+import { type SigninRow, SigninStore } from "./signin-store.js";
 import { statusOf, type TokenKind, type TokenRow, type TokenStatus, TokenStore } from "./token-store.js";
 
 /** A token as listings show it: never the token or its hash, only a masked prefix. */
@@ -45,6 +47,52 @@ export interface CreateTokenInput {
   prefix: string;
 }
 
+/** An OAuth grant as listings show it (beside the API tokens). */
+export interface GrantInfo {
+  grant_id: string;
+  client_id: string;
+  client_name: string;
+  /** A CIMD client, whose name and client_id URL were fetched from its own domain; false: self-registered (DCR). */
+  client_verified: boolean;
+  redirect_uri: string;
+  scopes: string[];
+  /** The API token the person signed in with; revoking it revokes this grant. */
+  signed_in_as: string;
+  status: TokenStatus;
+  created_at: string;
+  last_used_at: string | null;
+  last_refreshed_at: string | null;
+  revoked_at: string | null;
+}
+
+/** What authentication needs to know about a grant. */
+export interface GrantMatch {
+  grantId: string;
+  scopes: Scope[];
+  status: TokenStatus;
+  clientId: string;
+}
+
+export function grantInfo(row: GrantRow, now: number): GrantInfo {
+  return {
+    grant_id: row.id,
+    client_id: row.clientId,
+    client_name: row.clientName,
+    client_verified: row.clientVerified,
+    redirect_uri: row.redirectUri,
+    scopes: row.scopes,
+    signed_in_as: row.signedInAs,
+    status: grantStatus(row, now),
+    created_at: new Date(row.createdAt).toISOString(),
+    last_used_at: iso(row.lastUsedAt),
+    last_refreshed_at: iso(row.lastRefreshedAt),
+    revoked_at: iso(row.revokedAt),
+  };
+}
+
+/** What a grant's id starts with (API tokens' with `tok_`). */
+export const GRANT_PREFIX = "grt_";
+
 /** `last_used_at` is written at most this often per token (lookups are frequent). */
 const TOUCH_EVERY_MS = 1_000;
 
@@ -85,11 +133,15 @@ function matchOf(row: TokenRow, now: number): TokenMatch {
  */
 export class TokenDirectoryDurableObject extends DurableObject<Env> {
   readonly #store: TokenStore;
+  readonly #grants: GrantStore;
+  readonly #signins: SigninStore;
   readonly #log = createLog({ component: "token-directory" });
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#store = new TokenStore(ctx.storage.sql);
+    this.#grants = new GrantStore(ctx.storage.sql);
+    this.#signins = new SigninStore(ctx.storage.sql);
   }
 
   async create(input: CreateTokenInput): Promise<Result<TokenInfo>> {
@@ -137,7 +189,12 @@ export class TokenDirectoryDurableObject extends DurableObject<Env> {
     return row ? matchOf(row, Date.now()) : null;
   }
 
+  /** A token's or a grant's (`grt_…`) status: what open streams re-check every few seconds. */
   async status(tokenId: string): Promise<TokenStatus | "unknown"> {
+    if (tokenId.startsWith(GRANT_PREFIX)) {
+      const grant = this.#grants.byId(tokenId);
+      return grant ? grantStatus(grant, Date.now()) : "unknown";
+    }
     const row = this.#store.byId(tokenId);
     return row ? statusOf(row, Date.now()) : "unknown";
   }
@@ -152,14 +209,122 @@ export class TokenDirectoryDurableObject extends DurableObject<Env> {
     return this.#store.list(kind).map((row) => tokenInfo(row, now));
   }
 
-  async revoke(tokenId: string): Promise<Result<TokenInfo>> {
+  /**
+   * Revokes a token, the sign-ins made with it and the grants made by signing in with it (whose
+   * rows come back, for their OAuth tokens to be revoked too).
+   */
+  async revoke(tokenId: string): Promise<Result<TokenInfo & { grants: GrantRow[] }>> {
     const row = this.#store.byId(tokenId);
     if (!row) return fail("not_found", `no token ${tokenId}`);
     const now = Date.now();
     this.#store.revoke(tokenId, now);
-    this.#log.info("token revoked", { token: tokenId });
+    const grants = this.#revokeSignedInAs(tokenId, now);
+    this.#log.info("token revoked", { token: tokenId, grants: grants.length });
     const revoked = this.#store.byId(tokenId) ?? row;
-    return ok(tokenInfo(revoked, now));
+    return ok({ ...tokenInfo(revoked, now), grants });
+  }
+
+  #revokeSignedInAs(tokenId: string, now: number): GrantRow[] {
+    this.#signins.removeFor(tokenId);
+    const grants = this.#grants.activeSignedInAs(tokenId);
+    for (const grant of grants) this.#grants.revoke(grant.id, now);
+    return grants;
+  }
+
+  // --- OAuth grants ---
+
+  async createGrant(
+    row: Omit<GrantRow, "id" | "createdAt" | "lastUsedAt" | "lastRefreshedAt" | "revokedAt">,
+  ): Promise<GrantRow> {
+    const grant: GrantRow = {
+      ...row,
+      id: `${GRANT_PREFIX}${randomHex(8)}`,
+      createdAt: Date.now(),
+      lastUsedAt: null,
+      lastRefreshedAt: null,
+      revokedAt: null,
+    };
+    this.#grants.insert(grant);
+    this.#log.info("grant created", {
+      grant: grant.id,
+      client: grant.clientId,
+      scopes: grant.scopes.join(","),
+    });
+    return grant;
+  }
+
+  async setOauthGrant(grantId: string, oauthGrantId: string): Promise<void> {
+    this.#grants.setOauthGrant(grantId, oauthGrantId);
+  }
+
+  /** A grant by id, noting its use (for listings' last_used_at). */
+  async lookupGrant(grantId: string): Promise<GrantMatch | null> {
+    const row = this.#grants.byId(grantId);
+    if (!row) return null;
+    const now = Date.now();
+    const status = grantStatus(row, now);
+    if (status === "active" && (row.lastUsedAt === null || now - row.lastUsedAt >= TOUCH_EVERY_MS)) {
+      this.#grants.touch(row.id, now);
+    }
+    return { grantId: row.id, scopes: row.scopes, status, clientId: row.clientId };
+  }
+
+  async listGrants(): Promise<GrantInfo[]> {
+    const now = Date.now();
+    return this.#grants.list().map((row) => grantInfo(row, now));
+  }
+
+  /** Revokes a grant; its row (for its OAuth tokens to be revoked too). */
+  async revokeGrant(grantId: string): Promise<Result<GrantRow>> {
+    const row = this.#grants.byId(grantId);
+    if (!row) return fail("not_found", `no grant ${grantId}`);
+    this.#grants.revoke(grantId, Date.now());
+    this.#log.info("grant revoked", { grant: grantId, client: row.clientId });
+    return ok(this.#grants.byId(grantId) ?? row);
+  }
+
+  /** Revokes the grants of a library grant (a refresh token was replayed); their rows. */
+  async revokeOauthGrant(oauthGrantId: string): Promise<GrantRow[]> {
+    const now = Date.now();
+    const rows = this.#grants.byOauthGrant(oauthGrantId).filter((row) => row.revokedAt === null);
+    for (const row of rows) this.#grants.revoke(row.id, now);
+    return rows;
+  }
+
+  /** Revokes the active grants signed in as `tokenId` that are not in `live` (the library replaced them). */
+  async revokeReplacedGrants(tokenId: string, live: string[]): Promise<void> {
+    const now = Date.now();
+    for (const row of this.#grants.activeSignedInAs(tokenId)) {
+      if (!live.includes(row.id)) this.#grants.revoke(row.id, now);
+    }
+  }
+
+  /** Notes a refresh token's use (by its hash): false when it was used before. */
+  async useRefreshToken(
+    sha256: string,
+    oauthGrantId: string,
+  ): Promise<{ fresh: boolean; grants: { grantId: string; clientId: string }[] }> {
+    const now = Date.now();
+    const fresh = this.#grants.useRefreshToken(sha256, oauthGrantId, now);
+    if (fresh) this.#grants.refreshed(oauthGrantId, now);
+    const grants = this.#grants
+      .byOauthGrant(oauthGrantId)
+      .map((row) => ({ grantId: row.id, clientId: row.clientId }));
+    return { fresh, grants };
+  }
+
+  // --- browser sign-ins to the authorization page ---
+
+  async createSignin(sha256: string, row: SigninRow): Promise<void> {
+    this.#signins.insert(sha256, row, Date.now());
+  }
+
+  async signin(sha256: string): Promise<SigninRow | null> {
+    return this.#signins.get(sha256, Date.now());
+  }
+
+  async endSignin(sha256: string): Promise<void> {
+    this.#signins.remove(sha256);
   }
 
   /** Revokes the active host token(s) of a host; returns their ids. */

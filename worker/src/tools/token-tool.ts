@@ -1,8 +1,10 @@
 import { z } from "zod";
 import { type Scope, ScopeSchema, scopeProject } from "../auth/scopes.js";
 import { AppError, unwrap } from "../errors.js";
+import { revokeGrantTokens } from "../oauth/revoke.js";
 import { objects } from "../objects/keys.js";
 import { mintToken } from "../tokens/mint.js";
+import { GRANT_PREFIX, grantInfo } from "../tokens/token-directory-do.js";
 import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
 
@@ -23,8 +25,11 @@ async function requireScopeProjects(ctx: ToolContext, scopes: Scope[]): Promise<
 
 const TokenIdSchema = z
   .string()
-  .regex(/^tok_[0-9a-f]{16}$/, "token_id looks like tok_ followed by 16 hex digits")
-  .describe("Token id (from token list).");
+  .regex(
+    /^(tok|grt)_[0-9a-f]{16}$/,
+    "token_id looks like tok_ (an API token) or grt_ (an OAuth grant) followed by 16 hex digits",
+  )
+  .describe("Token id, or OAuth grant id (grt_…), from token list.");
 
 export const tokenTool = defineActionTool({
   name: "token",
@@ -73,19 +78,24 @@ export const tokenTool = defineActionTool({
       },
     }),
     list: action({
-      description: "List tokens (masked): id, name, scopes, status, expiry, last use.",
+      description:
+        "List tokens (masked): id, name, scopes, status, expiry, last use; and the OAuth grants apps signed in with (client, scopes, who signed in, created, last use).",
       access: "admin",
       target: "global",
       timing: "sync",
       example: {},
       input: z.object({ include_revoked: z.boolean().default(false) }),
       async handler(args, ctx) {
-        const tokens = await objects.tokens(ctx.env).list(null);
-        return { tokens: args.include_revoked ? tokens : tokens.filter((t) => t.status !== "revoked") };
+        const directory = objects.tokens(ctx.env);
+        const [tokens, grants] = await Promise.all([directory.list(null), directory.listGrants()]);
+        const shown = <T extends { status: string }>(list: T[]) =>
+          args.include_revoked ? list : list.filter((t) => t.status !== "revoked");
+        return { tokens: shown(tokens), grants: shown(grants) };
       },
     }),
     revoke: action({
-      description: "Revoke a token by id; it stops working everywhere within seconds.",
+      description:
+        "Revoke a token or an OAuth grant by id; it stops working everywhere within seconds. Revoking a token revokes the grants made by signing in with it.",
       access: "admin",
       target: "global",
       timing: "sync",
@@ -93,7 +103,13 @@ export const tokenTool = defineActionTool({
       input: z.object({ token_id: TokenIdSchema }),
       async handler(args, ctx) {
         ctx.auditTarget(args.token_id);
-        const revoked = unwrap(await objects.tokens(ctx.env).revoke(args.token_id));
+        if (args.token_id.startsWith(GRANT_PREFIX)) {
+          const grant = unwrap(await objects.tokens(ctx.env).revokeGrant(args.token_id));
+          await revokeGrantTokens(ctx.env, [grant]);
+          return grantInfo(grant, Date.now());
+        }
+        const { grants, ...revoked } = unwrap(await objects.tokens(ctx.env).revoke(args.token_id));
+        await revokeGrantTokens(ctx.env, grants);
         if (revoked.kind === "host" && revoked.host_id !== null) {
           await objects.hostRegistry(ctx.env).disconnectHost({
             hostId: revoked.host_id,
