@@ -398,6 +398,30 @@ describe("revocation", () => {
   }, 180_000);
 });
 
+describe("the audit log", () => {
+  it("records grants issued, refreshed and revoked, each with its client", async () => {
+    const page = await admin.ok<{ entries: { action: string; target: string | null; outcome: string }[] }>(
+      "audit",
+      {
+        limit: 500,
+      },
+    );
+    const cimd = `client=${documentsOrigin}/client.json`;
+    const of = (action: string) => page.entries.filter((e) => e.action === action);
+    expect(of("oauth.sign_in").length).toBeGreaterThan(0);
+    expect(of("oauth.grant_issued").some((e) => e.target?.includes(cimd))).toBe(true);
+    expect(of("oauth.grant_refreshed").some((e) => e.target?.includes(cimd) && e.outcome === "ok")).toBe(
+      true,
+    );
+    const revoked = of("oauth.grant_revoked");
+    expect(revoked.some((e) => e.target?.includes(cimd) && e.outcome === "refresh_token_replayed")).toBe(
+      true,
+    );
+    expect(revoked.some((e) => e.outcome === "revoked" && /client=\S+/.test(e.target ?? ""))).toBe(true);
+    expect(revoked.some((e) => e.outcome === "signing_token_revoked")).toBe(true);
+  });
+});
+
 describe("bad input, each refused with nothing granted", () => {
   /** Registers a DCR client (raw) and returns its id. */
   async function register(): Promise<string> {

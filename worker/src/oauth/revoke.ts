@@ -28,13 +28,34 @@ export async function revokeOAuthGrant(
   }
 }
 
-/** Revokes the OAuth tokens of directory grants already revoked there (a token revoke, a grant revoke). */
-export async function revokeGrantTokens(env: Env, rows: readonly GrantRow[]): Promise<void> {
+/**
+ * Revokes the OAuth tokens of directory grants already revoked there (a grant revoke, the token
+ * it was signed in with revoked, its project deleted), and records each in the audit log with its
+ * client: `by` did it, `why` says how.
+ */
+export async function revokeGrantTokens(
+  env: Env,
+  rows: readonly GrantRow[],
+  by: string,
+  why: "revoked" | "signing_token_revoked" | "project_deleted",
+): Promise<void> {
   for (const row of rows) {
-    if (row.oauthGrantId === null) continue;
-    await revokeOAuthGrant(env, oauthRoles(row.issuer).server.getOAuthApi(env), {
-      oauthGrantId: row.oauthGrantId,
-      userId: row.oauthUserId,
-    });
+    if (row.oauthGrantId !== null) {
+      await revokeOAuthGrant(env, oauthRoles(row.issuer).server.getOAuthApi(env), {
+        oauthGrantId: row.oauthGrantId,
+        userId: row.oauthUserId,
+      });
+    }
+    try {
+      await objects.audit(env).record({
+        at: Date.now(),
+        token_id: by,
+        action: "oauth.grant_revoked",
+        target: `${row.id} client=${row.clientId}`,
+        outcome: why,
+      });
+    } catch (error) {
+      log.error("could not write the audit log", { grant: row.id, error: errorMessage(error) });
+    }
   }
 }

@@ -335,11 +335,18 @@ export class TokenDirectoryDurableObject extends DurableObject<Env> {
     return active.map((row) => row.id);
   }
 
-  /** Revokes every token scoped to a project (it was deleted); returns how many. */
-  async revokeProject(projectId: string): Promise<number> {
+  /**
+   * Revokes every token and grant scoped to a project (it was deleted): how many tokens, and the
+   * grants' rows (for their OAuth tokens to be revoked too). A grant that also holds other scopes
+   * goes too: a grant is revoked whole.
+   */
+  async revokeProject(projectId: string): Promise<{ tokens: number; grants: GrantRow[] }> {
     const now = Date.now();
     const rows = this.#store.withProjectScope(projectId).filter((row) => statusOf(row, now) === "active");
     for (const row of rows) this.#store.revoke(row.id, now);
-    return rows.length;
+    const scoped = (scope: string) => scope === `project:${projectId}` || scope === `project:${projectId}:ro`;
+    const grants = this.#grants.list().filter((row) => row.revokedAt === null && row.scopes.some(scoped));
+    for (const grant of grants) this.#grants.revoke(grant.id, now);
+    return { tokens: rows.length, grants };
   }
 }

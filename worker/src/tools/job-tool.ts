@@ -95,6 +95,7 @@ export const jobTool = defineActionTool({
           boundMs: args.wait_seconds * 1000,
           mcp: ctx.mcp,
           signal: ctx.signal,
+          principal: ctx.principal,
         });
         return waited.info;
       },

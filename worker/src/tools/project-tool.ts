@@ -3,6 +3,7 @@ import { can, visibleProjects } from "../auth/access.js";
 import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
+import { revokeGrantTokens } from "../oauth/revoke.js";
 import { objects } from "../objects/keys.js";
 import {
   AGENTS,
@@ -99,13 +100,15 @@ export const projectTool = defineActionTool({
             .delete({ force: args.force, by: ctx.principal.tokenId }),
         );
         await objects.projectDirectory(ctx.env).remove(args.project_id);
-        const revokedTokens = await objects.tokens(ctx.env).revokeProject(args.project_id);
+        const revoked = await objects.tokens(ctx.env).revokeProject(args.project_id);
+        await revokeGrantTokens(ctx.env, revoked.grants, ctx.principal.tokenId, "project_deleted");
         // Its container and workspaces on its host go now, or when that host is back.
         const removed = await objects.hostRegistry(ctx.env).removeProject({ projectId: args.project_id });
         return {
           ...deleted,
           deleted: true,
-          revoked_tokens: revokedTokens,
+          revoked_tokens: revoked.tokens,
+          revoked_grants: revoked.grants.length,
           host_cleanup: removed.ok ? "done" : `pending: ${removed.error.message}`,
         };
       },

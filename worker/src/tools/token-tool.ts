@@ -105,11 +105,11 @@ export const tokenTool = defineActionTool({
         ctx.auditTarget(args.token_id);
         if (args.token_id.startsWith(GRANT_PREFIX)) {
           const grant = unwrap(await objects.tokens(ctx.env).revokeGrant(args.token_id));
-          await revokeGrantTokens(ctx.env, [grant]);
+          await revokeGrantTokens(ctx.env, [grant], ctx.principal.tokenId, "revoked");
           return grantInfo(grant, Date.now());
         }
         const { grants, ...revoked } = unwrap(await objects.tokens(ctx.env).revoke(args.token_id));
-        await revokeGrantTokens(ctx.env, grants);
+        await revokeGrantTokens(ctx.env, grants, ctx.principal.tokenId, "signing_token_revoked");
         if (revoked.kind === "host" && revoked.host_id !== null) {
           await objects.hostRegistry(ctx.env).disconnectHost({
             hostId: revoked.host_id,
