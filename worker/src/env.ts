@@ -57,6 +57,12 @@ export interface Env {
    * on a loopback or private address sign in. Deployed, such client_ids are refused.
    */
   OUBLIETTE_OAUTH_DEV_CLIENTS?: string;
+  /** Cloudflare Access in front of the Worker: the team domain (`<team>.cloudflareaccess.com`). */
+  OUBLIETTE_ACCESS_TEAM_DOMAIN?: string;
+  /** The Access application's audience (AUD) tag. */
+  OUBLIETTE_ACCESS_AUD?: string;
+  /** Scopes a person signed in through Access may grant (comma-separated; default admin). */
+  OUBLIETTE_ACCESS_SCOPES?: string;
 }
 
 const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);

@@ -4,12 +4,14 @@ import { randomHex, sha256Hex } from "../auth/digest.js";
 import { type CallerPrincipal, principalById } from "../auth/tokens.js";
 import type { AppBindings } from "../http/auth-middleware.js";
 import { objects } from "../objects/keys.js";
+import { accessPrincipal } from "./access-identity.js";
 
 /**
  * A person's sign-in to the authorization page: proved once with an API token they hold, then an
  * HttpOnly, SameSite=Lax cookie (Secure with a `__Host-` name, except on http loopback in local
  * development) holding a random id the directory keeps only as its hash. Every use re-checks the
- * token it stands for, so revoking that token ends the sign-in at once.
+ * token it stands for, so revoking that token ends the sign-in at once. Behind Cloudflare Access,
+ * Access's own JWT signs the person in instead (access-identity.ts).
  */
 export const SIGNIN_TTL_MS = 12 * 3_600_000;
 /** How long a sign-in form may be sent after it was shown. */
@@ -41,14 +43,20 @@ function cookie(
   return attributes.join("; ");
 }
 
-/** The principal the browser is signed in as, or null (none, expired, or its token revoked). */
+/**
+ * The principal the browser is signed in as: its sign-in cookie's (unless expired or its token
+ * revoked), else the person Cloudflare Access vouches for (when configured); or null.
+ */
 export async function signedIn(c: Context<AppBindings>): Promise<CallerPrincipal | null> {
   const value = getCookie(c, cookieName(c, "signin"));
-  if (value === undefined || !/^[0-9a-f]{64}$/.test(value)) return null;
-  const row = await objects.tokens(c.env).signin(await sha256Hex(value));
-  if (row === null) return null;
-  const authority = await principalById(c.env, row.tokenId, row.issued);
-  return authority.ok ? authority.principal : null;
+  if (value !== undefined && /^[0-9a-f]{64}$/.test(value)) {
+    const row = await objects.tokens(c.env).signin(await sha256Hex(value));
+    if (row !== null) {
+      const authority = await principalById(c.env, row.tokenId, row.issued);
+      if (authority.ok) return authority.principal;
+    }
+  }
+  return accessPrincipal(c.env, c.req.raw);
 }
 
 /** Starts a sign-in for `principal`; the Set-Cookie header that carries it. */
