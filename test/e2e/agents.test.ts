@@ -40,7 +40,8 @@ const MODELS: Partial<Record<AgentRuntime, string>> = {
  * A call of each CLI's own shell tool, as its model would make it. The command prints what its
  * text does not hold, so a tool result holding SHELL_OUTPUT proves the command ran.
  */
-const SHELL_COMMAND = "echo shell-$((6 * 7))";
+// No command substitution: Gemini CLI blocks `$(…)` and backticks as command injection.
+const SHELL_COMMAND = "printf 'shell-%d\\n' 42";
 const SHELL_OUTPUT = "shell-42";
 const SHELL_CALLS: Partial<Record<AgentRuntime, { tool: string; arguments: Record<string, unknown> }>> = {
   claude: { tool: "Bash", arguments: { command: SHELL_COMMAND, description: "Print a number" } },
