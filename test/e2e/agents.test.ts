@@ -186,7 +186,9 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
     caller.answerWith((request) =>
       request.tool === "lookup" ? { result: "a dungeon reached through a trapdoor" } : "ignore",
     );
-    projectId = await project(runtime);
+    // Two agents run in this container at once (the side-request test starts a second): OpenCode
+    // alone takes about 500 MiB, so the default 1024 MiB would leave its runner starved.
+    projectId = await project(runtime, { memory_mb: 3072 });
     const spawned = await caller.ok<{ session_id: string; agent: string }>("session", {
       action: "spawn",
       project_id: projectId,

@@ -313,6 +313,45 @@ describe("a DCR client", () => {
   }, 120_000);
 });
 
+describe("a pre-registered client", () => {
+  it("is registered by an admin and signs in with its client id, PKCE and the page's consent", async () => {
+    const registered = await admin.ok<{ client_id: string; client_secret?: string }>("token", {
+      action: "register_client",
+      client_name: "Pre-registered dashboard",
+      redirect_uris: [callback.url],
+    });
+    expect(registered.client_secret).toBeUndefined();
+    const { verifier, challenge } = pkce();
+    const context = await browser.newContext();
+    try {
+      const url = `${origin}/oauth/authorize?${new URLSearchParams({
+        response_type: "code",
+        client_id: registered.client_id,
+        redirect_uri: callback.url,
+        state: "pre",
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+        resource: `${origin}/mcp`,
+        scope: "admin:ro",
+      })}`;
+      const seen = await authorizeInBrowser(context, url, { token: stack.adminToken }, callback.url);
+      expect(seen.consentText).toContain("Pre-registered dashboard");
+      const code = new URL(seen.finalUrl).searchParams.get("code") ?? "";
+      const exchanged = await tokenEndpoint({
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: callback.url,
+        client_id: registered.client_id,
+        code_verifier: verifier,
+      });
+      expect(exchanged).toMatchObject({ status: 200, json: { scope: "admin:ro" } });
+      expect(await initializeStatus(String(exchanged.json.access_token))).toBe(200);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});
+
 describe("revocation", () => {
   it("stops a grant within 2 s on a request, an open stream and a long poll", async () => {
     const context = await browser.newContext();

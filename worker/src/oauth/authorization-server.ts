@@ -1,5 +1,5 @@
 import { OAuthAuthorizationServer, OAuthResourceServer } from "@cloudflare/workers-oauth-provider";
-import type { Env } from "../env.js";
+import { config, type Env } from "../env.js";
 import { createLog } from "../log.js";
 import { OAuthPaths, resourceOf } from "./endpoints.js";
 import { BASELINE_SCOPES, STATIC_SCOPES } from "./grant-scopes.js";
@@ -69,4 +69,12 @@ export function oauthRoles(origin: string): OAuthRoles {
   const roles = { origin, server, resource };
   byOrigin.set(origin, roles);
   return roles;
+}
+
+/**
+ * The OAuth library's helpers for what does not depend on the issuer (clients, grants: one KV
+ * namespace for every origin), where no request says which origin: an admin tool's work.
+ */
+export function oauthStorage(env: Env) {
+  return oauthRoles(config(env).publicOrigins[0] ?? "http://127.0.0.1").server.getOAuthApi(env);
 }

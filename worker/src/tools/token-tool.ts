@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type Scope, ScopeSchema, scopeProject } from "../auth/scopes.js";
 import { AppError, unwrap } from "../errors.js";
+import { oauthStorage } from "../oauth/authorization-server.js";
 import { revokeGrantTokens } from "../oauth/revoke.js";
 import { objects } from "../objects/keys.js";
 import { mintToken } from "../tokens/mint.js";
@@ -91,6 +92,47 @@ export const tokenTool = defineActionTool({
         const shown = <T extends { status: string }>(list: T[]) =>
           args.include_revoked ? list : list.filter((t) => t.status !== "revoked");
         return { tokens: shown(tokens), grants: shown(grants) };
+      },
+    }),
+    register_client: action({
+      description:
+        "Pre-register an OAuth client (for a client that neither publishes a metadata document nor registers itself): its name and exact redirect URIs; a confidential client gets a secret, shown once.",
+      access: "admin",
+      target: "global",
+      timing: "sync",
+      example: {
+        client_name: "Team dashboard",
+        redirect_uris: ["https://dashboard.example.com/oauth/callback"],
+      },
+      input: z.object({
+        client_name: z.string().min(1).max(128).describe("The name the consent page shows."),
+        redirect_uris: z
+          .array(z.url({ protocol: /^https?$/ }).max(2_048))
+          .min(1)
+          .max(10)
+          .describe("Exact redirect URIs (https, or http on a loopback host)."),
+        confidential: z
+          .boolean()
+          .default(false)
+          .describe("A client that keeps a secret (a server), rather than a public one (PKCE only)."),
+      }),
+      async handler(args, ctx) {
+        const client = await oauthStorage(ctx.env).createClient({
+          clientName: args.client_name,
+          redirectUris: args.redirect_uris,
+          tokenEndpointAuthMethod: args.confidential ? "client_secret_basic" : "none",
+          grantTypes: ["authorization_code", "refresh_token"],
+          responseTypes: ["code"],
+        });
+        ctx.auditTarget(client.clientId);
+        return {
+          client_id: client.clientId,
+          client_name: args.client_name,
+          redirect_uris: args.redirect_uris,
+          ...(client.clientSecret
+            ? { client_secret: client.clientSecret, note: "Store the secret now: it is not shown again." }
+            : {}),
+        };
       },
     }),
     revoke: action({
