@@ -491,7 +491,7 @@ describe("bad input, each refused with nothing granted", () => {
     })}`;
   }
 
-  it("a wrong PKCE verifier, then a code used twice", async () => {
+  it("a wrong PKCE verifier, a code whose grant expired, then a code used twice", async () => {
     const clientId = await register();
     const { verifier, challenge } = pkce();
     const context = await browser.newContext();
@@ -516,6 +516,18 @@ describe("bad input, each refused with nothing granted", () => {
         status: 400,
         json: { error: "invalid_grant" },
       });
+      // An expired code: the library keeps an unexchanged code's grant 10 minutes (a KV expiry),
+      // after which the code names a grant that is gone — as this one does.
+      const [user, , secret] = code.split(":");
+      expect(
+        await tokenEndpoint({
+          grant_type: "authorization_code",
+          code: `${user}:${"0".repeat(32)}:${secret}`,
+          redirect_uri: callback.url,
+          client_id: clientId,
+          code_verifier: verifier,
+        }),
+      ).toMatchObject({ status: 400, json: { error: "invalid_grant" } });
       const good = await exchange(verifier);
       // A wrong verifier may burn the code (the library revokes on misuse): either way no token twice.
       if (good.status === 200) {
