@@ -1,7 +1,7 @@
 import { AuthorizationError, CimdFetchError, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import { type Context, Hono } from "hono";
 import { audit } from "../audit/audit.js";
-import type { Scope } from "../auth/scopes.js";
+import { type Scope, ScopeSchema } from "../auth/scopes.js";
 import { authenticate } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import type { AppBindings } from "../http/auth-middleware.js";
@@ -138,10 +138,11 @@ authorizeRoutes.post(OAuthPaths.authorize, async (c) => {
       const denied = await oauth.denyConsent(c.req.raw, handle);
       return new Response(null, { status: 302, headers: denied.headers });
     }
-    const chosen = form.getAll("scope").map(String);
-    const beyond = chosen.filter(
-      (scope) => !grantableScopes(person.scopes, [scope]).includes(scope as Scope),
-    );
+    const chosen = [...new Set(form.getAll("scope").map(String))];
+    const beyond = chosen.filter((scope) => {
+      const parsed = ScopeSchema.safeParse(scope);
+      return !parsed.success || !covers(person.scopes, parsed.data);
+    });
     if (beyond.length > 0) {
       return errorPage("Authorization refused", `Your token cannot grant ${beyond.join(", ")}.`, 403);
     }
@@ -161,7 +162,7 @@ authorizeRoutes.post(OAuthPaths.authorize, async (c) => {
       clientName: details.clientName,
       clientVerified: details.clientDomain !== undefined,
       redirectUri: details.redirectUri,
-      scopes: scopes.filter((scope) => covers(person.scopes, scope)),
+      scopes,
       signedInAs: person.tokenId,
     });
     const { redirectTo } = await oauth.completeAuthorization({
