@@ -14,6 +14,7 @@ import { GrantPropsSchema } from "./grant-principal.js";
 import { covers, grantableScopes } from "./grant-scopes.js";
 import { errorPage } from "./page.js";
 import { consentPage, signInPage } from "./pages.js";
+import { userGrants } from "./revoke.js";
 import { csrfMatches, csrfToken, signedIn, startSignin } from "./signin-session.js";
 
 const log = createLog({ component: "oauth-authorize" });
@@ -200,16 +201,11 @@ authorizeRoutes.post(OAuthPaths.authorize, async (c) => {
 async function linkGrant(env: Env, oauth: OAuthHelpers, userId: string, grantId: string): Promise<void> {
   const directory = objects.tokens(env);
   const live: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const listed = await oauth.listUserGrants(userId, cursor === undefined ? {} : { cursor });
-    for (const summary of listed.items) {
-      const mine = GrantPropsSchema.safeParse(summary.metadata).data?.grant;
-      if (mine === undefined) continue;
-      live.push(mine);
-      if (mine === grantId) await directory.setOauthGrant(grantId, summary.id);
-    }
-    cursor = listed.cursor;
-  } while (cursor !== undefined);
+  for await (const summary of userGrants(oauth, userId)) {
+    const mine = GrantPropsSchema.safeParse(summary.metadata).data?.grant;
+    if (mine === undefined) continue;
+    live.push(mine);
+    if (mine === grantId) await directory.setOauthGrant(grantId, summary.id);
+  }
   await directory.revokeReplacedGrants(userId, live);
 }

@@ -1,4 +1,4 @@
-import type { OAuthHelpers } from "@cloudflare/workers-oauth-provider";
+import type { GrantSummary, OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import type { Env } from "../env.js";
 import { createLog, errorMessage } from "../log.js";
 import { objects } from "../objects/keys.js";
@@ -58,4 +58,14 @@ export async function revokeGrantTokens(
       log.error("could not write the audit log", { grant: row.id, error: errorMessage(error) });
     }
   }
+}
+
+/** Every grant the library holds for `userId`, page by page. */
+export async function* userGrants(oauth: OAuthHelpers, userId: string): AsyncGenerator<GrantSummary> {
+  let cursor: string | undefined;
+  do {
+    const listed = await oauth.listUserGrants(userId, cursor === undefined ? {} : { cursor });
+    yield* listed.items;
+    cursor = listed.cursor;
+  } while (cursor !== undefined);
 }

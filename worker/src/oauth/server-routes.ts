@@ -6,7 +6,7 @@ import { createLog } from "../log.js";
 import { objects } from "../objects/keys.js";
 import { oauthRoles } from "./authorization-server.js";
 import { OAuthPaths } from "./endpoints.js";
-import { revokeOAuthGrant } from "./revoke.js";
+import { revokeOAuthGrant, userGrants } from "./revoke.js";
 
 const log = createLog({ component: "oauth" });
 
@@ -137,12 +137,7 @@ async function forgetRevoked(c: Context<AppBindings>, token: string): Promise<vo
   const [userId, oauthGrantId] = token.split(":");
   if (!userId || !oauthGrantId) return;
   const oauth = roles(c).server.getOAuthApi(c.env);
-  let cursor: string | undefined;
-  do {
-    const listed = await oauth.listUserGrants(userId, cursor === undefined ? {} : { cursor });
-    if (listed.items.some((grant) => grant.id === oauthGrantId)) return;
-    cursor = listed.cursor;
-  } while (cursor !== undefined);
+  for await (const grant of userGrants(oauth, userId)) if (grant.id === oauthGrantId) return;
   const rows = await objects.tokens(c.env).revokeOauthGrant(oauthGrantId);
   for (const row of rows) {
     audit(
