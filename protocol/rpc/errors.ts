@@ -18,6 +18,15 @@ export const RpcErrorCode = {
   ToolNotAllowed: -32002,
   /** The connection has not authenticated (`hello`) or presented a wrong secret. */
   Unauthenticated: -32003,
+  /**
+   * MCP 2026-07-28 (Streamable HTTP): a standard header (`MCP-Protocol-Version`, `Mcp-Method`,
+   * `Mcp-Name`) or an `Mcp-Param-*` header is missing, malformed or does not match the body.
+   */
+  HeaderMismatch: -32020,
+  /** MCP 2026-07-28: the request needs a client capability its `_meta` did not declare. */
+  MissingRequiredClientCapability: -32021,
+  /** MCP 2026-07-28: the request's protocol version is not one this server speaks. */
+  UnsupportedProtocolVersion: -32022,
   /** The request was cancelled with `notifications/cancelled`. */
   RequestCancelled: -32800,
   /** Local only, never sent: the connection closed before the answer came. */

@@ -119,10 +119,21 @@ describe("MCP-Protocol-Version header", () => {
     const res = await mcpFetch({
       body: { jsonrpc: "2.0", id: 1, method: "ping" },
       session,
-      headers: { "mcp-protocol-version": "2099-01-01" },
+      headers: { "mcp-protocol-version": "2024-11-05" },
     });
     expect(res.status).toBe(400);
     expect((await rpcBody(res)).error?.code).toBe(McpErrorCode.invalidRequest);
+  });
+
+  it("takes a stateless-era version for a stateless request: without its envelope, 400 and -32602", async () => {
+    const session = await initialize();
+    const res = await mcpFetch({
+      body: { jsonrpc: "2.0", id: 1, method: "ping" },
+      session,
+      headers: { "mcp-protocol-version": "2099-01-01" },
+    });
+    expect(res.status).toBe(400);
+    expect(await rpcBody(res)).toMatchObject({ id: 1, error: { code: McpErrorCode.invalidParams } });
   });
 
   it("refuses an unsupported version on DELETE with 400 and keeps the session", async () => {

@@ -30,7 +30,7 @@ export function mcpFetch(req: McpRequest = {}): Promise<Response> {
   return SELF.fetch(`${BASE}/mcp`, { method, headers, body });
 }
 
-const RpcErrorSchema = z.object({ code: z.number(), message: z.string() });
+const RpcErrorSchema = z.object({ code: z.number(), message: z.string(), data: z.unknown().optional() });
 /** A JSON-RPC response (success or error) as the endpoint sends it. */
 export const RpcResponseSchema = z.object({
   jsonrpc: z.literal("2.0"),

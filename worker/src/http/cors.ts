@@ -1,10 +1,14 @@
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
+import { PARAM_HEADER_NAMES } from "../mcp/modern/param-headers.js";
 import type { AppBindings } from "./auth-middleware.js";
 import { isAllowedOrigin } from "./host-policy.js";
 import { originPolicy } from "./origin.js";
 
-/** Request headers a browser MCP client sends (Streamable HTTP, resumption, Bearer auth). */
+/**
+ * Request headers a browser MCP client sends: Streamable HTTP, resumption and Bearer auth, and
+ * the 2026-07-28 routing headers (`Mcp-Method`, `Mcp-Name`, the `Mcp-Param-*` this server defines).
+ */
 const ALLOW_HEADERS = [
   "authorization",
   "content-type",
@@ -12,6 +16,9 @@ const ALLOW_HEADERS = [
   "mcp-session-id",
   "mcp-protocol-version",
   "last-event-id",
+  "mcp-method",
+  "mcp-name",
+  ...PARAM_HEADER_NAMES,
 ];
 
 /**

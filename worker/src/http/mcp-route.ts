@@ -1,6 +1,10 @@
 import { Hono } from "hono";
 import { forward } from "../auth/principal-header.js";
+import { createLog } from "../log.js";
 import { McpErrorCode, rpcErrorResponse, toResponse } from "../mcp/json-rpc.js";
+import { classifyPost } from "../mcp/modern/classify.js";
+import { rejectionResponse, serveModern } from "../mcp/modern/serve.js";
+import { claimsModernEra } from "../mcp/protocol-version.js";
 import { stepUpChallenge } from "../oauth/step-up.js";
 import { objects } from "../objects/keys.js";
 import { type AppBindings, requireCaller } from "./auth-middleware.js";
@@ -10,7 +14,11 @@ import { readCappedBody } from "./read-body.js";
 
 const SESSION_ID = /^[0-9a-f-]{36}$/;
 
-/** `/mcp`: MCP Streamable HTTP. Each MCP session is a McpSessionDurableObject named by its id. */
+/**
+ * `/mcp`: MCP Streamable HTTP in both eras. A stateless (2026-07-28) request is answered here in
+ * the Worker (mcp/modern/); a 2025-era one goes to its MCP session, a McpSessionDurableObject
+ * named by its `Mcp-Session-Id`.
+ */
 export const mcpRoute = new Hono<AppBindings>();
 
 /** Largest JSON-RPC body accepted on /mcp. */
@@ -29,7 +37,34 @@ mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
       `request body exceeds ${MAX_MCP_BODY_BYTES} bytes (the limit of a JSON-RPC message on /mcp)`,
     );
   }
+  if (body?.ok) {
+    const post = { header: (name: string) => c.req.header(name), body: body.text };
+    const classified = classifyPost(post);
+    if (classified.era === "modern") {
+      if ("rejection" in classified) return rejectionResponse(classified.rejection);
+      const stepUp = stepUpChallenge(c.var.caller, new URL(c.req.url).origin, body.text);
+      if (stepUp !== null) return stepUp;
+      return serveModern({
+        env: c.env,
+        principal: c.var.caller,
+        log: createLog({ component: "mcp", era: "2026", token: c.var.caller.tokenId }),
+        message: classified.message,
+        envelope: classified.envelope,
+        acceptsSse: acceptsSse(c.req.header("accept")),
+        header: post.header,
+        waitUntil: (promise) => c.executionCtx.waitUntil(promise),
+      });
+    }
+  }
   const presented = c.req.header("mcp-session-id");
+  if (
+    presented === undefined &&
+    c.req.method !== "POST" &&
+    claimsModernEra(c.req.header("mcp-protocol-version") ?? "")
+  ) {
+    // The stateless era has no session stream and no session to end.
+    return new Response("method not allowed", { status: 405, headers: { allow: "POST" } });
+  }
   if (presented === undefined && c.req.method !== "POST") {
     return rpcErrorResponse(
       400,
@@ -53,7 +88,7 @@ mcpRoute.on(["GET", "POST", "DELETE"], "/", async (c) => {
         sessionId,
         fresh: presented === undefined,
         contentType: c.req.header("content-type") ?? "",
-        acceptsSse: (c.req.header("accept") ?? "").toLowerCase().includes("text/event-stream"),
+        acceptsSse: acceptsSse(c.req.header("accept")),
         protocolVersion,
         body: body?.text ?? "",
       });
@@ -73,3 +108,7 @@ mcpRoute.all(
   "/",
   () => new Response("method not allowed", { status: 405, headers: { allow: "GET, POST, DELETE" } }),
 );
+
+function acceptsSse(accept: string | undefined): boolean {
+  return (accept ?? "").toLowerCase().includes("text/event-stream");
+}

@@ -16,7 +16,7 @@ export type JobCallAnswer = { jobId: string } & (
   | { ok: false; code: ErrorCode; message: string }
 );
 
-export interface JobCall extends Omit<JobStart, "jobId" | "mcp"> {
+export interface JobCall extends Omit<JobStart, "jobId" | "mcp" | "stateless"> {
   env: Env;
   mcp: McpOrigin | null;
   signal?: AbortSignal | undefined;
@@ -31,12 +31,15 @@ export interface JobCall extends Omit<JobStart, "jobId" | "mcp"> {
 export async function callAsJob(call: JobCall): Promise<JobCallAnswer> {
   const { env, mcp, signal, log, ...start } = call;
   const jobId = newJobId();
-  const started = await objects.job(env, jobId).start({ ...start, jobId, mcp: mcp?.via ?? null });
+  const started = await objects
+    .job(env, jobId)
+    .start({ ...start, jobId, mcp: mcp?.via ?? null, stateless: mcp !== null && mcp.via === null });
   if (!started.ok) return { jobId, ok: false, ...started.error };
   const boundMs = waitBoundMs(call.timing, config(env));
   if (boundMs === 0) return pointer(started.value);
   const { info, end } = await waitForJob(env, jobId, { boundMs, mcp, signal });
-  if (end === "aborted") {
+  // A stateless client that closes its response stream has cancelled the request (2026-07-28).
+  if (end === "aborted" || (end === "gone" && signal?.aborted)) {
     const why = signal?.reason instanceof Error ? ` (${signal.reason.message})` : "";
     const reason = `the MCP request that waited for it was cancelled${why}`;
     const cancelled = await objects

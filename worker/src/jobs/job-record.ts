@@ -38,6 +38,11 @@ export interface JobOrigin {
   projectId: string | null;
   /** The MCP session that called, which hears the job's events. */
   mcp: Via | null;
+  /**
+   * The call came as a stateless (2026-07-28) MCP request: no session hears the job, and what it
+   * starts defaults as such a caller needs (see `defaultPresence`). Absent in records of old jobs.
+   */
+  stateless?: boolean;
   /** The droid session that called with its key: the job's events go into its log too. */
   viaSession: string | null;
 }

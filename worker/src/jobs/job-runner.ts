@@ -49,13 +49,13 @@ export async function runJob(input: JobRunInput): Promise<JobOutcome> {
     log,
     signal: input.signal,
     mcp:
-      via === null
+      via === null && record.stateless !== true
         ? null
         : {
             via,
             remember: (sessionId) => {
               input.actsOn(sessionId);
-              writes.push(objects.mcpSession(env, via.mcpSessionId).follow(sessionId));
+              if (via) writes.push(objects.mcpSession(env, via.mcpSessionId).follow(sessionId));
             },
             progress: (update) => input.progress(update.message),
             progressEveryMs: config(env).keepAliveMs,

@@ -13,6 +13,9 @@ export const McpErrorCode = {
   invalidParams: RpcErrorCode.InvalidParams,
   internalError: RpcErrorCode.InternalError,
   sessionNotFound: RpcErrorCode.InvalidRequest,
+  headerMismatch: RpcErrorCode.HeaderMismatch,
+  missingClientCapability: RpcErrorCode.MissingRequiredClientCapability,
+  unsupportedProtocolVersion: RpcErrorCode.UnsupportedProtocolVersion,
 } as const;
 
 export interface JsonRpcErrorBody {

@@ -37,6 +37,7 @@ import { handleMethod } from "./methods.js";
 import { McpStore } from "./outbox.js";
 import { PostReply } from "./post-reply.js";
 import { isSupportedVersion, negotiateVersion } from "./protocol-version.js";
+import { SERVER_INFO } from "./server-info.js";
 
 /** What the Worker passes for a POST /mcp. */
 export interface McpPostInput {
@@ -53,7 +54,6 @@ export interface McpPostInput {
 
 /** An MCP session with no stream and no requests for this long is terminated. */
 const IDLE_TTL_MS = 60 * 60_000;
-const SERVER_INFO = { name: "oubliette-edge", version: "0.1.0" };
 const INSTRUCTIONS =
   "Oubliette runs droids (AI coding agents) in containers. Use the session tool to spawn one and " +
   "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: each call " +

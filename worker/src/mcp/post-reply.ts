@@ -22,18 +22,33 @@ export class PostReply {
   readonly #acceptsSse: boolean;
   readonly #getStream: () => SseStream | null;
   readonly #keep: (stream: SseStream) => string;
+  readonly #onGone: () => void;
   #sse: SseStream | null = null;
   #opened: () => void = () => {};
   readonly #switched = new Promise<"sse">((resolve) => {
     this.#opened = () => resolve("sse");
   });
   readonly #lastProgress = new Map<ProgressToken, number>();
+  #markGone: () => void = () => {};
+  /** Settles when the streamed answer ends: closed by us, or dropped by the client. */
+  readonly #gone = new Promise<void>((resolve) => {
+    this.#markGone = resolve;
+  });
 
-  /** `getStream`: the session's GET stream; `keep`: holds a streamed answer for the Worker, naming it. */
-  constructor(acceptsSse: boolean, getStream: () => SseStream | null, keep: (stream: SseStream) => string) {
+  /**
+   * `getStream`: the session's GET stream; `keep`: holds a streamed answer for the Worker, naming
+   * it; `onGone`: runs once if the client drops the streamed answer before it ends.
+   */
+  constructor(
+    acceptsSse: boolean,
+    getStream: () => SseStream | null,
+    keep: (stream: SseStream) => string,
+    onGone: () => void = () => {},
+  ) {
     this.#acceptsSse = acceptsSse;
     this.#getStream = getStream;
     this.#keep = keep;
+    this.#onGone = onGone;
   }
 
   /** Reports progress of the request with `token` (if any); false once the client is gone. */
@@ -59,19 +74,27 @@ export class PostReply {
     const sse = this.#sse;
     if (sse === null && first !== "sse") return jsonReply(batch ? first : first[0], headers);
     const stream = sse ?? this.#open();
+    let answered = false;
     void responses.then(
       (all) => {
+        answered = true;
         for (const response of all) stream.event(JSON.stringify(response));
         stream.close();
       },
-      () => stream.close(),
+      () => {
+        answered = true;
+        stream.close();
+      },
     );
+    this.#gone.then(() => {
+      if (!answered) this.#onGone();
+    });
     return { status: 200, headers, streamId: this.#keep(stream) };
   }
 
   #open(): SseStream {
     if (this.#sse === null) {
-      this.#sse = new SseStream(() => {});
+      this.#sse = new SseStream(() => this.#markGone());
       this.#opened();
     }
     return this.#sse;

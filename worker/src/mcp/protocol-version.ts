@@ -1,7 +1,20 @@
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
-/** MCP protocol versions this server speaks, newest first. */
+/**
+ * MCP revisions of the 2025 era this server speaks (the `initialize` handshake, `Mcp-Session-Id`),
+ * newest first.
+ */
 export const SUPPORTED_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"] as const;
+
+/**
+ * MCP revisions of the stateless era (2026-07-28 on: every request carries its protocol version,
+ * `server/discover` instead of the handshake), newest first. `server/discover` lists these only:
+ * a client that speaks a 2025 revision uses `initialize` instead.
+ */
+export const MODERN_PROTOCOL_VERSIONS = ["2026-07-28"] as const;
+
+/** The first revision of the stateless era; any later date is of that era too. */
+const FIRST_MODERN_VERSION = "2026-07-28";
 
 if (LATEST_PROTOCOL_VERSION !== SUPPORTED_PROTOCOL_VERSIONS[0]) {
   // The SDK moved on; decide deliberately whether we speak its newest version too.
@@ -19,4 +32,17 @@ export function negotiateVersion(requested: string): string {
 
 export function isSupportedVersion(version: string): boolean {
   return (SUPPORTED_PROTOCOL_VERSIONS as readonly string[]).includes(version);
+}
+
+/** A stateless-era revision this server speaks. */
+export function isModernVersion(version: string): boolean {
+  return (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version);
+}
+
+/**
+ * Whether a version string claims the stateless era: a date-shaped revision from 2026-07-28 on
+ * (spoken or not). Anything else is taken for a 2025-era client.
+ */
+export function claimsModernEra(version: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= FIRST_MODERN_VERSION;
 }

@@ -6,9 +6,13 @@ import type { Log } from "../log.js";
 import type { ProgressUpdate } from "../mcp/post-reply.js";
 import type { Via } from "../session/types.js";
 
-/** The MCP session a tool call came through. */
+/** The MCP request a tool call came through. */
 export interface McpOrigin {
-  via: Via;
+  /**
+   * The 2025-era MCP session (`Mcp-Session-Id`) the call came through; null for a stateless
+   * (2026-07-28) request, which belongs to no session.
+   */
+  via: Via | null;
   /** Remembers a droid session this MCP session now receives events of. */
   remember(sessionId: string): void;
   /**

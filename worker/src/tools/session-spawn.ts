@@ -8,7 +8,7 @@ import { projectSpec, sessionAgent, workspaceSetup } from "../projects/project-c
 import { droidKey, type OublietteAccess } from "../session/droid-key.js";
 import { placeChild } from "../session/nesting.js";
 import type { CallerDeclaration, CallerPresence } from "../session/types.js";
-import type { ToolContext } from "./context.js";
+import type { McpOrigin, ToolContext } from "./context.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
 
 /**
@@ -161,7 +161,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     owner: ctx.principal,
     caller,
     callerTimeoutMs: timeoutMs,
-    callerPresence: args.caller_presence ?? "stream",
+    callerPresence: args.caller_presence ?? defaultPresence(ctx.mcp),
     prompt: args.prompt ?? null,
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
@@ -176,4 +176,13 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   const created = settled(ctx, sessionId, result);
   if (child) unwrap(await objects.session(ctx.env, child.parentId).addChild(sessionId));
   return { ...created, resumed: false };
+}
+
+/**
+ * `caller_presence` when the spawn names none: `stream` for a caller with an MCP session (it is
+ * present while its session's stream is), `deadline` for a stateless (2026-07-28) caller, which
+ * has no session to be present on — its requests wait for an answer until their deadline.
+ */
+export function defaultPresence(mcp: McpOrigin | null): CallerPresence {
+  return mcp !== null && mcp.via === null ? "deadline" : "stream";
 }
