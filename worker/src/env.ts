@@ -35,6 +35,11 @@ export interface Env {
   /** Token host-agents present (secret). Or OUBLIETTE_HOST_TOKEN_SHA256. */
   OUBLIETTE_HOST_TOKEN?: string;
   OUBLIETTE_HOST_TOKEN_SHA256?: string;
+  /**
+   * Key (≥ 32 characters, secret) that signs the `requestState` of MCP input-required results.
+   * Unset: a random key kept by the token directory.
+   */
+  OUBLIETTE_REQUEST_STATE_KEY?: string;
   /** JSON list of extra caller tokens by hash: [{"id","sha256","scopes":[...]}]. */
   OUBLIETTE_STATIC_TOKENS?: string;
   OUBLIETTE_CALLER_TIMEOUT_MS?: string;

@@ -144,6 +144,18 @@ export class TokenDirectoryDurableObject extends DurableObject<Env> {
     this.#signins = new SigninStore(ctx.storage.sql);
   }
 
+  /**
+   * The installation's key for integrity-protected MCP `requestState` (input-required rounds),
+   * made at random on first use and kept here, unless `OUBLIETTE_REQUEST_STATE_KEY` is set.
+   */
+  async requestStateKey(): Promise<string> {
+    const kept = this.ctx.storage.kv.get<string>("request_state_key");
+    if (kept !== undefined) return kept;
+    const key = randomHex(32);
+    this.ctx.storage.kv.put("request_state_key", key);
+    return key;
+  }
+
   async create(input: CreateTokenInput): Promise<Result<TokenInfo>> {
     const now = Date.now();
     if (input.hostId !== null && this.#store.activeForHost(input.hostId, now).length > 0) {

@@ -33,6 +33,12 @@ export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unkno
    * answering its job id at once. Only for actions that run as jobs.
    */
   noWait?(args: z.output<I>): boolean;
+  /**
+   * What to ask the caller's human before the action runs, for an effect that cannot be undone.
+   * A stateless (2026-07-28) client that declares `elicitation` is asked it as an input-required
+   * round, and the action runs only on a yes; clients that cannot be asked are not.
+   */
+  confirm?(args: z.output<I>): string;
   /** Arguments that make sense for this action (without `action`); checked against `input` by a test. */
   example: z.input<I>;
   handler(args: z.output<I>, ctx: ToolContext): Promise<O>;

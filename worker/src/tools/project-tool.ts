@@ -92,6 +92,9 @@ export const projectTool = defineActionTool({
         project_id: ProjectIdSchema,
         force: z.boolean().default(false).describe("End running sessions first instead of refusing."),
       }),
+      confirm: (args) =>
+        `Delete project ${args.project_id} with its workspaces and project tokens` +
+        `${args.force ? ", ending its running sessions" : ""}? This cannot be undone.`,
       async handler(args, ctx) {
         ctx.authorizeProject(args.project_id);
         const deleted = unwrap(

@@ -4,6 +4,7 @@ import { callerTools } from "../../tools/catalog.js";
 import { callTool, UnknownToolError } from "../../tools/dispatch.js";
 import { McpErrorCode, RpcError } from "../json-rpc.js";
 import { CacheHints } from "./cache-hints.js";
+import { confirmationRound } from "./confirmation.js";
 import type { ModernMethod } from "./method.js";
 import { paramHeaderMismatch, withParamHeaders } from "./param-headers.js";
 
@@ -24,7 +25,7 @@ export const toolsList: ModernMethod = {
 /**
  * `tools/call`: the same dispatch as the 2025 era (schemas, access, audit, jobs). A call that
  * waits reports progress on its own response stream, and the client closing that stream cancels
- * it. `inputResponses` / `requestState` are not read: no tool asks its caller for input.
+ * it. An action that asks for confirmation first gets its input-required round (confirmation.ts).
  */
 export const toolsCall: ModernMethod = {
   routedBy: "name",
@@ -37,6 +38,8 @@ export const toolsCall: ModernMethod = {
     const params = CallParamsSchema.safeParse(call.params);
     if (!params.success)
       throw new RpcError(McpErrorCode.invalidParams, "tools/call needs params.name (a string)");
+    const round = await confirmationRound(call, params.data.name, params.data.arguments);
+    if (round !== null) return round;
     try {
       return await callTool(callerTools, params.data.name, params.data.arguments, {
         env: call.env,
