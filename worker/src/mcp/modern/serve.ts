@@ -40,7 +40,8 @@ export function rejectionResponse(rejection: Rejection): Response {
  * Answers one stateless (2026-07-28) request in the Worker: no MCP session object, nothing
  * remembered between requests. After classification come the checks that need the method table —
  * known method (404, -32601), `Mcp-Name` against the body, declared capabilities (-32021),
- * `Mcp-Param-*` — then the method. Notifications are accepted (202) and need nothing done: the
+ * `Mcp-Param-*` — then the method: its result, or the Response a long-lived method streams
+ * itself (`subscriptions/listen`). Notifications are accepted (202) and need nothing done: the
  * revision defines none a client sends to a server over HTTP.
  */
 export async function serveModern(post: ModernPost): Promise<Response> {
@@ -83,6 +84,7 @@ export async function serveModern(post: ModernPost): Promise<Response> {
     progressEveryMs: config(post.env).keepAliveMs,
   };
   const call: ModernCall = {
+    id,
     env: post.env,
     principal: post.principal,
     log: post.log,
@@ -93,14 +95,16 @@ export async function serveModern(post: ModernPost): Promise<Response> {
     header: post.header,
     waitUntil: post.waitUntil,
   };
-  const answer = method.handle(call).then(
-    (result) => ({ jsonrpc: "2.0", id, result: stamp(result) }),
-    (err: unknown) => {
-      if (err instanceof RpcError) return { jsonrpc: "2.0", id, error: err.toErrorObject() };
-      post.log.error("MCP request failed", { method: clip(message.method), error: errorMessage(err) });
-      return { jsonrpc: "2.0", id, error: { code: McpErrorCode.internalError, message: "Internal error" } };
-    },
-  );
+  const failed = (err: unknown) => {
+    if (err instanceof RpcError) return { jsonrpc: "2.0", id, error: err.toErrorObject() };
+    post.log.error("MCP request failed", { method: clip(message.method), error: errorMessage(err) });
+    return { jsonrpc: "2.0", id, error: { code: McpErrorCode.internalError, message: "Internal error" } };
+  };
+  // A long-lived request (subscriptions/listen) answers with its own stream, or an error as JSON.
+  if ("stream" in method) return method.stream(call).catch((err) => toResponse(jsonReply(failed(err))));
+  const answer = method
+    .handle(call)
+    .then((result) => ({ jsonrpc: "2.0", id, result: stamp(result) }), failed);
   // A Worker's work stops when its client leaves, unless it is waited for: the call must live on
   // to notice (its stream's next write fails) and cancel what it started.
   post.waitUntil(answer);
