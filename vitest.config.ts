@@ -40,6 +40,8 @@ export const WORKERS_TEST_VARS = {
   // A call that becomes a job waits this long before answering its job id (30 s / 120 s deployed).
   OUBLIETTE_JOB_SHORT_WAIT_MS: "3000",
   OUBLIETTE_JOB_MEDIUM_WAIT_MS: "3000",
+  // A call of a client that takes MCP tasks waits this long before answering a task (2 s deployed).
+  OUBLIETTE_TASK_SHORTCUT_MS: "500",
 };
 
 export default defineConfig({

@@ -56,6 +56,7 @@ export interface Env {
   OUBLIETTE_RECONNECT_BUDGET_MS?: string;
   OUBLIETTE_JOB_SHORT_WAIT_MS?: string;
   OUBLIETTE_JOB_MEDIUM_WAIT_MS?: string;
+  OUBLIETTE_TASK_SHORTCUT_MS?: string;
   OUBLIETTE_MESSAGE_NOTICE_MS?: string;
   /**
    * Local development only: "1" lets OAuth clients whose metadata document (CIMD client_id URL) is
@@ -144,6 +145,11 @@ const ConfigSchema = z.object({
   jobShortWaitMs: ms(30_000),
   /** The same for async_medium (seeds/004: 120 s). */
   jobMediumWaitMs: ms(120_000),
+  /**
+   * How long an async_short or async_medium call of a client that takes MCP tasks waits for its
+   * job before answering a task instead (a job that ends sooner answers its result).
+   */
+  taskShortcutMs: ms(2_000),
   /** A message the host has not confirmed written to the droid after this long is reported (an event). */
   messageNoticeMs: ms(30_000),
   /** Whether CIMD client_id URLs may point at loopback and private addresses (local development). */
@@ -174,6 +180,7 @@ export function config(env: Env): Config {
     defaultAgent: env.OUBLIETTE_DEFAULT_AGENT || undefined,
     jobShortWaitMs: env.OUBLIETTE_JOB_SHORT_WAIT_MS,
     jobMediumWaitMs: env.OUBLIETTE_JOB_MEDIUM_WAIT_MS,
+    taskShortcutMs: env.OUBLIETTE_TASK_SHORTCUT_MS,
     messageNoticeMs: env.OUBLIETTE_MESSAGE_NOTICE_MS,
     oauthDevClients: env.OUBLIETTE_OAUTH_DEV_CLIENTS,
   });

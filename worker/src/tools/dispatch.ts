@@ -4,7 +4,8 @@ import { can, requireAccess, resourceOf } from "../auth/access.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { AppError } from "../errors.js";
-import { callAsJob, JOB_ID_META } from "../jobs/call-as-job.js";
+import { callAsJob, JOB_ID_META, type JobOutcomeAnswer } from "../jobs/call-as-job.js";
+import type { JobInfo } from "../jobs/job-record.js";
 import { errorMessage, type Log } from "../log.js";
 import type { McpOrigin, ToolContext } from "./context.js";
 import { actionLabel } from "./define.js";
@@ -43,6 +44,21 @@ export interface CallEnvironment {
   runsJobs?: boolean;
   /** Aborted when the caller cancels the call (MCP `notifications/cancelled`). */
   signal?: AbortSignal;
+  /** Only a `TasksCallEnvironment` may take tasks (so this type always answers a tool result). */
+  tasks?: false;
+}
+
+/**
+ * A call from a client that may take MCP tasks (a 2026-07-28 request); `tasks`: this request
+ * declared the Tasks extension, so a job-class call whose job goes on answers a `JobTask`.
+ */
+export interface TasksCallEnvironment extends Omit<CallEnvironment, "tasks"> {
+  tasks: boolean;
+}
+
+/** A job that goes on, answered to a caller that takes tasks (the MCP layer shows it as one). */
+export class JobTask {
+  constructor(readonly job: JobInfo) {}
 }
 
 /** A failed tool call as MCP says it should look: `isError` with a message a person can act on. */
@@ -63,6 +79,13 @@ export function toolResult(value: unknown): CallToolResult {
   return result;
 }
 
+/** An ended job's outcome as the tool result the call answers, naming the job in `_meta`. */
+export function jobResult(answer: JobOutcomeAnswer): CallToolResult {
+  const result = answer.ok ? toolResult(answer.value) : toolError(answer.message, answer.code);
+  result._meta = { [JOB_ID_META]: answer.jobId };
+  return result;
+}
+
 function describeIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
@@ -74,12 +97,24 @@ function describeIssues(error: z.ZodError): string {
  * Validates, authorizes and runs one tool call. Everything comes from the tool's definition:
  * the arguments schema, the action's access level and the tool's target.
  */
-export async function callTool(
+export function callTool(
+  registry: ToolRegistry,
+  name: string,
+  rawArguments: unknown,
+  call: TasksCallEnvironment,
+): Promise<CallToolResult | JobTask>;
+export function callTool(
   registry: ToolRegistry,
   name: string,
   rawArguments: unknown,
   call: CallEnvironment,
-): Promise<CallToolResult> {
+): Promise<CallToolResult>;
+export async function callTool(
+  registry: ToolRegistry,
+  name: string,
+  rawArguments: unknown,
+  call: CallEnvironment | TasksCallEnvironment,
+): Promise<CallToolResult | JobTask> {
   const tool = registry.get(name);
   if (!tool) throw new UnknownToolError(name);
   const parsed = tool.arguments.safeParse(rawArguments ?? {});
@@ -125,10 +160,9 @@ export async function callTool(
       target,
       projectId,
       arguments: (rawArguments ?? {}) as Record<string, unknown>,
+      tasks: call.tasks === true,
     });
-    const result = answer.ok ? toolResult(answer.value) : toolError(answer.message, answer.code);
-    result._meta = { [JOB_ID_META]: answer.jobId };
-    return result;
+    return "task" in answer ? new JobTask(answer.task) : jobResult(answer);
   }
   let auditTarget = projectId ?? (typeof args.session_id === "string" ? args.session_id : null);
   const ctx: ToolContext = {

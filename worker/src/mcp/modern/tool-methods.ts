@@ -1,12 +1,14 @@
 import { z } from "zod";
 import { clip } from "../../../../protocol/rpc/errors.js";
 import { callerTools } from "../../tools/catalog.js";
-import { callTool, UnknownToolError } from "../../tools/dispatch.js";
+import { callTool, JobTask, UnknownToolError } from "../../tools/dispatch.js";
 import { McpErrorCode, RpcError } from "../json-rpc.js";
 import { CacheHints } from "./cache-hints.js";
 import { confirmationRound } from "./confirmation.js";
+import { declaresTasks } from "./envelope.js";
 import type { ModernMethod } from "./method.js";
 import { paramHeaderMismatch, withParamHeaders } from "./param-headers.js";
+import { createTaskResult } from "./tasks.js";
 
 const listing = callerTools.list().map(withParamHeaders);
 
@@ -26,6 +28,7 @@ export const toolsList: ModernMethod = {
  * `tools/call`: the same dispatch as the 2025 era (schemas, access, audit, jobs). A call that
  * waits reports progress on its own response stream, and the client closing that stream cancels
  * it. An action that asks for confirmation first gets its input-required round (confirmation.ts).
+ * A request declaring the Tasks extension gets a task for a job that goes on (tasks.ts).
  */
 export const toolsCall: ModernMethod = {
   routedBy: "name",
@@ -41,7 +44,7 @@ export const toolsCall: ModernMethod = {
     const round = await confirmationRound(call, params.data.name, params.data.arguments);
     if (round !== null) return round;
     try {
-      return await callTool(callerTools, params.data.name, params.data.arguments, {
+      const answer = await callTool(callerTools, params.data.name, params.data.arguments, {
         env: call.env,
         principal: call.principal,
         mcp: call.origin,
@@ -49,7 +52,9 @@ export const toolsCall: ModernMethod = {
         waitUntil: call.waitUntil,
         runsJobs: true,
         signal: call.signal,
+        tasks: declaresTasks(call.envelope.capabilities),
       });
+      return answer instanceof JobTask ? createTaskResult(answer.job) : answer;
     } catch (err) {
       if (err instanceof UnknownToolError)
         throw new RpcError(McpErrorCode.invalidParams, `Unknown tool: ${clip(err.tool)}`);
