@@ -7,12 +7,11 @@
  * proxy that adds the admin token to each request and passes everything else through as is.
  */
 import { execFile } from "node:child_process";
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TestStack } from "../support/stack.js";
+import { startTokenProxy, type TokenProxy } from "../support/token-proxy.js";
 
 const CLI = fileURLToPath(
   new URL("../../node_modules/@modelcontextprotocol/conformance/dist/index.js", import.meta.url),
@@ -28,41 +27,17 @@ const SCENARIOS = [
 ];
 
 let stack: TestStack;
-let proxy: Server;
+let proxy: TokenProxy;
 let proxyUrl = "";
-
-/** Passes requests to the Worker, adding the admin token to those that carry none. */
-function tokenProxy(target: URL, token: string): Server {
-  return createServer((req, res) => {
-    const headers = { ...req.headers };
-    headers.authorization ??= `Bearer ${token}`;
-    const upstream = request(
-      { host: target.hostname, port: target.port, path: req.url, method: req.method, headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on("error", () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    });
-    res.on("close", () => upstream.destroy());
-    req.pipe(upstream);
-  });
-}
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  const target = new URL(stack.mcpUrl);
-  proxy = tokenProxy(target, stack.adminToken);
-  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname}`;
+  proxy = await startTokenProxy(new URL(stack.mcpUrl), stack.adminToken);
+  proxyUrl = proxy.url;
 }, 120_000);
 
 afterAll(async () => {
-  proxy?.closeAllConnections();
-  await new Promise((resolve) => proxy?.close(resolve));
+  await proxy?.close();
   await stack?.stop();
 });
 

@@ -4,6 +4,26 @@
 import type { CallerTool } from "../../protocol/caller-tools.js";
 import type { TestCaller } from "../support/caller.js";
 
+/**
+ * What a caller must offer to drive the scripted droid: the 2025 TestCaller (SDK 1.x, events as
+ * notifications/message) and the 2026 ModernCaller (SDK v2, events by polling or listen) both do.
+ */
+export interface DroidDriver {
+  ok<T = Record<string, unknown>>(name: string, args: Record<string, unknown>): Promise<T>;
+  follow(sessionId: string): void;
+  droidOutputs(sessionId: string): Record<string, unknown>[];
+  waitForOutput(
+    sessionId: string,
+    predicate: (data: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
+  runScript(
+    sessionId: string,
+    script: { id: string; steps: unknown[] },
+    timeoutMs?: number,
+  ): Promise<unknown>;
+}
+
 export const SEND_RESPONSE: CallerTool = {
   name: "send_response",
   description: "Send message",
@@ -55,7 +75,7 @@ let scriptCounter = 0;
 
 /** Runs one step in the droid and returns the line it printed for it. */
 export async function runStep(
-  caller: TestCaller,
+  caller: DroidDriver,
   sessionId: string,
   step: Record<string, unknown>,
   timeoutMs = 60_000,
@@ -73,7 +93,7 @@ export async function runStep(
 
 /** Runs steps in the droid (e.g. a `parallel` step) and returns every line they printed. */
 export async function runSteps(
-  caller: TestCaller,
+  caller: DroidDriver,
   sessionId: string,
   steps: Record<string, unknown>[],
   timeoutMs = 60_000,
