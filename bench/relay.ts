@@ -4,7 +4,8 @@
  *
  * 1. Latency: a relayed call (droid → container-client → socket → host-agent → tunnel →
  *    SessionDO → caller's MCP stream → caller answers with caller_tool_response → back), timed by
- *    the droid, against a plain `tools/call` round trip (`session get`) timed by the caller.
+ *    the droid, against a plain `tools/call` round trip (`session get`) timed by the caller; the
+ *    same for a 2026-07-28 caller (SDK v2: stateless requests, events by subscriptions/listen).
  * 2. Throughput: 1,000 relayed calls at concurrency 32; every result must reach the call that
  *    asked (lost or duplicated must be 0).
  * 3. A long session: throughput of a fresh session, then again after LONG_SESSION_CALLS relayed
@@ -21,6 +22,7 @@ import { ensureDroidImage } from "../scripts/docker/images.js";
 import { LocalStack } from "../scripts/stack/local-stack.js";
 import { runSteps, spawnDroid } from "../test/e2e/support.js";
 import { TestCaller } from "../test/support/caller.js";
+import { ModernCaller } from "../test/support/modern-caller.js";
 
 /** Latency is sampled in interleaved rounds (plain, then relayed) so drift in machine load hits both alike. */
 const ROUNDS = 10;
@@ -35,7 +37,11 @@ const RUN_LIMIT_MS = 30 * 60_000;
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-async function plainToolCalls(caller: TestCaller, sessionId: string, count: number): Promise<number[]> {
+async function plainToolCalls(
+  caller: TestCaller | ModernCaller,
+  sessionId: string,
+  count: number,
+): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
     const started = performance.now();
@@ -71,28 +77,46 @@ async function droidBench(
   return line as unknown as BenchLine;
 }
 
-/** How the caller answers caller tool requests right now. */
-type AnswerPath = "mcp" | "ws";
+/** How the caller answers caller tool requests right now ("2026": the stateless caller). */
+type AnswerPath = "mcp" | "ws" | "2026";
 
 /**
  * Plain and relayed round trips, one at a time, in interleaved rounds after a warm-up. Relayed
  * calls are answered by the MCP caller (caller_tool_response, an HTTP tools/call) and, for
  * comparison, over the session's WebSocket.
  */
-async function latency(caller: TestCaller, sessionId: string, answerVia: (path: AnswerPath) => void) {
+async function latency(
+  caller: TestCaller,
+  modern: ModernCaller,
+  sessionId: string,
+  answerVia: (path: AnswerPath) => void,
+) {
   await plainToolCalls(caller, sessionId, WARMUP);
+  await plainToolCalls(modern, sessionId, WARMUP);
   await droidBench(caller, sessionId, WARMUP, 1);
   const plain: number[] = [];
   const relay: number[] = [];
   const relayWs: number[] = [];
+  const plain2026: number[] = [];
+  const relay2026: number[] = [];
+  const sample = async () => (await droidBench(caller, sessionId, PER_ROUND, 1, true)).samples_ms ?? [];
   for (let round = 0; round < ROUNDS; round++) {
     plain.push(...(await plainToolCalls(caller, sessionId, PER_ROUND)));
-    relay.push(...((await droidBench(caller, sessionId, PER_ROUND, 1, true)).samples_ms ?? []));
+    relay.push(...(await sample()));
     answerVia("ws");
-    relayWs.push(...((await droidBench(caller, sessionId, PER_ROUND, 1, true)).samples_ms ?? []));
+    relayWs.push(...(await sample()));
+    answerVia("2026");
+    plain2026.push(...(await plainToolCalls(modern, sessionId, PER_ROUND)));
+    relay2026.push(...(await sample()));
     answerVia("mcp");
   }
-  return { plain: summarize(plain), relay: summarize(relay), relayWs: summarize(relayWs) };
+  return {
+    plain: summarize(plain),
+    relay: summarize(relay),
+    relayWs: summarize(relayWs),
+    plain2026: summarize(plain2026),
+    relay2026: summarize(relay2026),
+  };
 }
 
 /** A WebSocket subscriber of the session that answers caller tool requests while `active()`. */
@@ -137,6 +161,7 @@ async function main(): Promise<void> {
   const image = engine ? await ensureDroidImage(engine.docker, bundles, () => {}) : undefined;
   const stack = await LocalStack.start();
   let caller: TestCaller | undefined;
+  let modern: ModernCaller | undefined;
   try {
     const host = await stack.addHost({ runtime: engine ? "docker" : "process", image });
     caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "bench-caller");
@@ -151,11 +176,19 @@ async function main(): Promise<void> {
     const sessionId = await spawnDroid(caller, { callerId: "bench", tools: [{ name: "echo" }] });
     say(`runtime: ${engine ? "docker" : "process"}; session ${sessionId}`);
     const ws = await webSocketAnswerer(stack, sessionId, () => path === "ws");
+    modern = await ModernCaller.connect(stack.mcpUrl, stack.adminToken, {
+      name: "bench-2026",
+      feed: "listen",
+    });
+    modern.answerWith((request) => (path === "2026" ? { result: request.arguments } : "ignore"));
+    modern.follow(sessionId);
 
-    const { plain, relay, relayWs } = await latency(caller, sessionId, (p) => {
+    const { plain, relay, relayWs, plain2026, relay2026 } = await latency(caller, modern, sessionId, (p) => {
       path = p;
     });
     ws.close();
+    await modern.close();
+    modern = undefined;
     seen.clear();
     const load = await droidBench(caller, sessionId, THROUGHPUT_CALLS, CONCURRENCY);
     const duplicated = [...seen.values()].filter((c) => c > 1).length;
@@ -181,6 +214,12 @@ async function main(): Promise<void> {
     say(
       `  same, WS answer    ${fmt(relayWs.p50)}  ${fmt(relayWs.p99)}  ${fmt(relayWs.mean)}   (caller answers on /v1/sessions/:id/ws)`,
     );
+    say(
+      `2026 plain tools/call ${fmt(plain2026.p50)}  ${fmt(plain2026.p99)}  ${fmt(plain2026.mean)}   (stateless, SDK v2)`,
+    );
+    say(
+      `2026 relayed tool    ${fmt(relay2026.p50)}  ${fmt(relay2026.p99)}  ${fmt(relay2026.mean)}   (request by subscriptions/listen, stateless caller_tool_response)`,
+    );
     say(`relay p50 / plain p50: ${ratio.toFixed(2)}x   (target <= 1.5x)`);
     say(`relay p99: ${relay.p99.toFixed(2)} ms   (target < 50 ms)`);
     say("");
@@ -201,6 +240,7 @@ async function main(): Promise<void> {
     const longErrors = fresh.errors + history.errors + aged.errors + history.mismatches + aged.mismatches;
     if (lost !== 0 || duplicated !== 0 || load.mismatches !== 0 || longErrors !== 0) process.exitCode = 1;
   } finally {
+    await modern?.close();
     await caller?.close();
     await stack.stop();
     await engine?.stop();

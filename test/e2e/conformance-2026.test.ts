@@ -271,11 +271,14 @@ afterAll(async () => {
   if (outputDir) await rm(outputDir, { recursive: true, force: true });
 });
 
-/** Runs one scenario at the 2026 wire; its checks (from checks.json) and what it printed. */
-async function runScenario(scenario: string): Promise<{ checks: Check[]; output: string }> {
-  const dir = await mkdtemp(join(outputDir, `${scenario}-`));
+/** Runs one scenario at a revision's wire; its checks (from checks.json) and what it printed. */
+async function runScenario(
+  scenario: string,
+  specVersion = "2026-07-28",
+): Promise<{ checks: Check[]; output: string }> {
+  const dir = await mkdtemp(join(outputDir, `${scenario}-${specVersion}-`));
   const force = scenario.startsWith("tasks-") ? ["--force"] : [];
-  const args = ["server", "--url", proxy.url, "--scenario", scenario, "--spec-version", "2026-07-28"];
+  const args = ["server", "--url", proxy.url, "--scenario", scenario, "--spec-version", specVersion];
   const run = await promisify(execFile)(NODE_22, [SUITE, ...args, ...force, "-o", dir], {
     timeout: 90_000,
   }).catch((err: { stdout?: string; stderr?: string }) => ({
@@ -316,5 +319,29 @@ describe("the MCP conformance suite at 2026-07-28", () => {
   it.each(Object.keys(EXPECTED))("%s: every check as expected, by id", async (scenario) => {
     const { checks, output } = await runScenario(scenario);
     expect(departures(checks, EXPECTED[scenario] ?? {}), output).toEqual([]);
+  });
+});
+
+/**
+ * The same pre-release at the 2025-11-25 wire: the 2025 era stays as it was beside the new one
+ * (the 0.1 suite's run of these is test/e2e/conformance.test.ts).
+ */
+const SCENARIOS_2025 = [
+  "server-initialize",
+  "logging-set-level",
+  "ping",
+  "tools-list",
+  "server-sse-multiple-streams",
+  "dns-rebinding-protection",
+];
+
+describe("the same suite at 2025-11-25", () => {
+  it.each(SCENARIOS_2025)("%s: no check fails", async (scenario) => {
+    const { checks, output } = await runScenario(scenario, "2025-11-25");
+    expect(checks.length, output).toBeGreaterThan(0);
+    const failed = checks
+      .filter((c) => c.status === "FAILURE")
+      .map((c) => `${c.id}: ${c.errorMessage ?? ""}`);
+    expect(failed, output).toEqual([]);
   });
 });

@@ -337,3 +337,32 @@ describe("both eras following one session", () => {
     }
   }, 180_000);
 });
+
+describe("2026: input-required rounds with the official client (SEP-2322)", () => {
+  it("project delete asks the human through the SDK's elicitation handler and runs only on a yes", async () => {
+    let consent = false;
+    const caller = await ModernCaller.connect(stack.mcpUrl, stack.adminToken, {
+      elicit: () => ({ action: "accept", content: { confirm: consent } }),
+    });
+    try {
+      const projectId = await caller.newProject();
+      const refused = await caller.call("project", { action: "delete", project_id: projectId });
+      expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: "cancelled" } } });
+      expect(caller.asked).toHaveLength(1);
+      expect(caller.asked[0]).toContain(projectId);
+      await caller.ok("project", { action: "get", project_id: projectId });
+
+      consent = true;
+      const deleted = await caller.ok<{ deleted?: boolean }>("project", {
+        action: "delete",
+        project_id: projectId,
+      });
+      expect(deleted.deleted).toBe(true);
+      expect(caller.asked).toHaveLength(2);
+      const gone = await caller.call("project", { action: "get", project_id: projectId });
+      expect(gone.isError).toBe(true);
+    } finally {
+      await caller.close();
+    }
+  });
+});

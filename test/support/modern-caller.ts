@@ -13,6 +13,7 @@
 import {
   type CallToolResult,
   Client,
+  type ElicitResult,
   type McpSubscription,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
@@ -55,6 +56,8 @@ const EventsPageSchema = z.looseObject({
 export class ModernCaller extends SessionFollower {
   /** Event payloads that did not parse as session events (there should be none). */
   readonly malformed: unknown[] = [];
+  /** What the server asked this caller's human (elicitation messages), in order. */
+  readonly asked: string[] = [];
   /** Errors of listen subscriptions that could not be opened. */
   readonly feedErrors: unknown[] = [];
   readonly #following = new Set<string>();
@@ -73,7 +76,15 @@ export class ModernCaller extends SessionFollower {
   static async connect(
     mcpUrl: URL,
     token: string,
-    options: { name?: string; feed?: Feed } = {},
+    options: {
+      name?: string;
+      feed?: Feed;
+      /**
+       * Declares `elicitation` and answers the server's input requests (input-required rounds,
+       * which the SDK fulfils by itself) with this; records each message asked.
+       */
+      elicit?: (message: string) => ElicitResult;
+    } = {},
   ): Promise<ModernCaller> {
     const sent: SentRequest[] = [];
     const transport = new StreamableHTTPClientTransport(mcpUrl, {
@@ -86,8 +97,19 @@ export class ModernCaller extends SessionFollower {
     });
     const client = new Client(
       { name: options.name ?? "test-caller-2026", version: "1.0.0" },
-      { versionNegotiation: { mode: { pin: MODERN_PIN } } },
+      {
+        versionNegotiation: { mode: { pin: MODERN_PIN } },
+        ...(options.elicit ? { capabilities: { elicitation: { form: {} } } } : {}),
+      },
     );
+    const elicit = options.elicit;
+    if (elicit) {
+      client.setRequestHandler("elicitation/create", async (request) => {
+        const message = "message" in request.params ? request.params.message : "";
+        caller.asked.push(message);
+        return elicit(message);
+      });
+    }
     const caller = new ModernCaller(client, options.feed ?? "poll", sent);
     client.setNotificationHandler("notifications/resources/updated", (notification) => {
       caller.receiveRaw(notification.params._meta?.[EVENT_META]);
