@@ -2,7 +2,7 @@ import { parseJson } from "../../../../protocol/json.js";
 import { clip } from "../../../../protocol/rpc/errors.js";
 import { McpErrorCode } from "../json-rpc.js";
 import { claimsModernEra, isModernVersion, MODERN_PROTOCOL_VERSIONS } from "../protocol-version.js";
-import { claimsEnvelope, type RequestEnvelope, readEnvelope } from "./envelope.js";
+import { claimsEnvelope, MetaKey, type RequestEnvelope, readEnvelope } from "./envelope.js";
 import { stripOws } from "./header-values.js";
 
 /** One JSON-RPC request (or notification: `id` null) of the stateless era. */
@@ -45,6 +45,11 @@ export interface InboundPost {
  * Every refusal echoes the request's id.
  */
 export function classifyPost(post: InboundPost): Classified {
+  const headerVersion = optionalHeader(post, "mcp-protocol-version");
+  // A 2025 request names neither: leave it unparsed here (its MCP session object parses it), so
+  // the 2025 path pays a substring search, not a second JSON parse.
+  const headerClaims = headerVersion !== undefined && claimsModernEra(headerVersion);
+  if (!headerClaims && !post.body.includes(MetaKey.protocolVersion)) return { era: "legacy" };
   const parsed = parseJson(post.body);
   if (
     !parsed.ok ||
@@ -57,9 +62,8 @@ export function classifyPost(post: InboundPost): Classified {
   const body = parsed.value as Record<string, unknown>;
   if (typeof body.method !== "string") return { era: "legacy" };
   const params = isObject(body.params) ? body.params : {};
-  const headerVersion = optionalHeader(post, "mcp-protocol-version");
   const claimed = claimsEnvelope(params._meta);
-  if (!claimed && !(headerVersion !== undefined && claimsModernEra(headerVersion))) return { era: "legacy" };
+  if (!claimed && !headerClaims) return { era: "legacy" };
 
   const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null;
   const reject = (status: number, code: number, message: string, data?: unknown) => ({

@@ -29,11 +29,14 @@ export async function confirmationRound(
   name: string,
   rawArguments: unknown,
 ): Promise<Record<string, unknown> | null> {
+  // Cheapest first: most calls come from clients that cannot be asked, or to tools that never ask.
+  if (call.envelope.capabilities.elicitation === undefined) return null;
   const tool = callerTools.get(name);
-  const parsed = tool?.arguments.safeParse(rawArguments ?? {});
-  if (!tool || !parsed?.success) return null;
+  if (!tool || !Object.values(tool.definition.actions).some((action) => action.confirm)) return null;
+  const parsed = tool.arguments.safeParse(rawArguments ?? {});
+  if (!parsed.success) return null;
   const def = tool.definition.actions[parsed.data.action];
-  if (!def?.confirm || call.envelope.capabilities.elicitation === undefined) return null;
+  if (!def?.confirm) return null;
   const projectId = typeof parsed.data.project_id === "string" ? parsed.data.project_id : null;
   if (!can(call.principal, def.access, resourceOf(def.target, projectId))) return null;
   const label = actionLabel(tool.definition, parsed.data.action);
