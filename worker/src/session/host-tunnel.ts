@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import {
   type CallerToolOutcome,
@@ -39,21 +39,22 @@ import {
 import type { UsageTotals } from "../../../protocol/usage.js";
 import { principalOf } from "../auth/principal-header.js";
 import type { Log } from "../log.js";
+import { readAttachment } from "../objects/socket-attachment.js";
 import { DEFERRED, MethodTable } from "../rpc/method-table.js";
 import { requireTunnelVersion } from "../rpc/tunnel-version.js";
 
-interface HostAttachment {
-  role: "host";
-  hostId: string | null;
+const HostAttachmentSchema = z.object({
+  role: z.literal("host"),
+  hostId: z.string().nullable(),
   /** Set once the host's hello was accepted; nothing else is served before. */
-  ready: boolean;
+  ready: z.boolean(),
   /** The host an issued host token is bound to (null: the configured token, any host). */
-  boundHost?: string | null;
-}
+  boundHost: z.string().nullable().optional(),
+});
+type HostAttachment = z.infer<typeof HostAttachmentSchema>;
 
 function attachment(ws: WebSocket): HostAttachment | null {
-  const a = ws.deserializeAttachment() as { role?: string } | null;
-  return a?.role === "host" ? (a as HostAttachment) : null;
+  return readAttachment(ws, HostAttachmentSchema);
 }
 
 /** What the tunnel serves, in the session's terms. */

@@ -1,11 +1,13 @@
+import { z } from "zod";
 import type { SessionEvent } from "../../../protocol/events.js";
 import { exceedsUtf8Bytes, parseJson } from "../../../protocol/json.js";
 import { Limits } from "../../../protocol/limits.js";
 import { SubscriberFrameSchema, type SubscriberReply } from "../../../protocol/subscriber.js";
 import { can, project } from "../auth/access.js";
 import { principalOf } from "../auth/principal-header.js";
-import type { CallerPrincipal } from "../auth/tokens.js";
+import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
+import { readAttachment } from "../objects/socket-attachment.js";
 import { SSE_HEADERS, SseStream } from "../streams/sse.js";
 import type { SessionRecord } from "./session-record.js";
 import type { RespondInput } from "./types.js";
@@ -27,17 +29,17 @@ export interface SubscriberDeps {
 /** How often open subscriptions of issued (revocable) tokens re-check them. */
 export const TOKEN_RECHECK_MS = 2_000;
 
-interface SubAttachment {
-  role: "sub";
-  principal: CallerPrincipal;
-  owner: boolean;
-}
+const SubAttachmentSchema = z.object({
+  role: z.literal("sub"),
+  principal: CallerPrincipalSchema,
+  owner: z.boolean(),
+});
+type SubAttachment = z.infer<typeof SubAttachmentSchema>;
 
 const BACKLOG_LIMIT = 10_000;
 
 function attachment(ws: WebSocket): SubAttachment | null {
-  const a = ws.deserializeAttachment() as { role?: string } | null;
-  return a?.role === "sub" ? (a as SubAttachment) : null;
+  return readAttachment(ws, SubAttachmentSchema);
 }
 
 /**
