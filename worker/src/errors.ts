@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /**
  * Typed errors with codes. Handlers throw `AppError`; the HTTP layer maps `status`, the MCP layer
  * turns it into an `isError` tool result (tool failures) or a JSON-RPC error (protocol faults).
@@ -36,6 +38,9 @@ const STATUS = {
   internal: 500,
 } as const;
 export type ErrorCode = keyof typeof STATUS;
+
+/** An error code, read where one crosses a boundary (a stored record, an RPC answer). */
+export const ErrorCodeSchema = z.enum(Object.keys(STATUS) as [ErrorCode, ...ErrorCode[]]);
 
 export class AppError extends Error {
   readonly code: ErrorCode;

@@ -2,8 +2,9 @@ import { z } from "zod";
 import type { JsonNode } from "../../../protocol/json.js";
 import { randomHex } from "../auth/digest.js";
 import type { Target } from "../auth/scopes.js";
-import type { CallerPrincipal } from "../auth/tokens.js";
-import type { ErrorInfo } from "../errors.js";
+import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
+import { ErrorCodeSchema, type ErrorInfo } from "../errors.js";
+import type { RecordFormat } from "../objects/stored-record.js";
 import type { Via } from "../session/types.js";
 import type { JobTiming } from "./timing.js";
 
@@ -70,7 +71,7 @@ export interface JobRecord extends JobOrigin {
   endedAt: number | null;
   expiresAt: number | null;
   /** The handler's value (complete; or a late outcome of a cancelled job). */
-  result: JsonNode | undefined;
+  result?: JsonNode | undefined;
   error: ErrorInfo | null;
   progress: { message: string; at: number } | null;
   cancel: { reason: string; at: number; work: CancelledWork } | null;
@@ -127,3 +128,45 @@ export function jobInfo(record: JobRecord, withResult = true): JobInfo {
   if (record.cancel) info.cancel = { ...record.cancel, at: iso(record.cancel.at) as string };
   return info;
 }
+
+const ViaSchema = z.object({ mcpSessionId: z.string(), streaming: z.boolean() });
+
+/** A job's record as stored (read back through `JOB_RECORD`: parsed, never cast). */
+const JobRecordSchema = z.object({
+  jobId: z.string(),
+  tool: z.string(),
+  action: z.string(),
+  label: z.string(),
+  timing: z.enum(["async_short", "async_medium", "async_long", "fire_and_forget"]),
+  target: z.enum(["global", "project"]),
+  projectId: z.string().nullable(),
+  mcp: ViaSchema.nullable(),
+  stateless: z.boolean().optional(),
+  viaSession: z.string().nullable(),
+  tokenId: z.string(),
+  status: JobStatusSchema,
+  createdAt: z.number(),
+  startedAt: z.number().nullable(),
+  endedAt: z.number().nullable(),
+  expiresAt: z.number().nullable(),
+  result: z.custom<JsonNode>((value) => value !== undefined).optional(),
+  error: z.object({ code: ErrorCodeSchema, message: z.string() }).nullable(),
+  progress: z.object({ message: z.string(), at: z.number() }).nullable(),
+  cancel: z
+    .object({ reason: z.string(), at: z.number(), work: z.enum(["stopped", "running", "finished"]) })
+    .nullable(),
+  sessionId: z.string().nullable(),
+  pending: z
+    .object({ arguments: z.record(z.string(), z.unknown()), principal: CallerPrincipalSchema })
+    .nullable(),
+});
+
+/** How a job's record is stored: version 1 is the first with a version (0: the same shape, bare). */
+export const JOB_RECORD = { kind: "job", version: 1, schema: JobRecordSchema } satisfies RecordFormat<
+  typeof JobRecordSchema
+>;
+
+// The stored shape and the record the object works with are one: a change to either fails here.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sameShape: Same<z.output<typeof JobRecordSchema>, JobRecord> = true;
+void sameShape;

@@ -1,4 +1,5 @@
-import type { JobRecord } from "./job-record.js";
+import { decodeRecord, encodeRecord } from "../objects/stored-record.js";
+import { JOB_RECORD, type JobRecord } from "./job-record.js";
 
 const SCHEMA = "CREATE TABLE IF NOT EXISTS job (k TEXT PRIMARY KEY, v TEXT NOT NULL);";
 
@@ -20,15 +21,15 @@ export class JobStore {
 
   load(): JobRecord | null {
     const row = this.#sql.exec("SELECT v FROM job WHERE k = 'record'").toArray()[0];
-    return row ? (JSON.parse(String(row.v)) as JobRecord) : null;
+    return row ? decodeRecord(JOB_RECORD, String(row.v)) : null;
   }
 
   save(record: JobRecord): void {
-    let text = JSON.stringify(record);
+    let text = encodeRecord(JOB_RECORD, record);
     if (text.length > MAX_STORED_RESULT_BYTES && record.result !== undefined) {
       const bytes = JSON.stringify(record.result).length;
       const note = { result_not_kept: `the result was ${bytes} bytes, more than a job keeps` };
-      text = JSON.stringify({ ...record, result: note });
+      text = encodeRecord(JOB_RECORD, { ...record, result: note });
     }
     this.#sql.exec("INSERT OR REPLACE INTO job (k, v) VALUES ('record', ?)", text);
   }
