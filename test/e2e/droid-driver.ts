@@ -4,7 +4,7 @@
  * test sets short.
  */
 import type { CallerTool } from "../../protocol/caller-tools.js";
-import { type DroidDriver, runStep } from "./support.js";
+import { type DroidDriver, followUntilReady } from "./support.js";
 
 /** What `session spawn` with `wait: false` answered, and what `job wait` then said of its job. */
 export interface Spawned {
@@ -41,13 +41,6 @@ export async function spawnLending(
   const sessionId = waited.result?.session_id;
   if (waited.status !== "complete" || sessionId === undefined)
     throw new Error(`the spawn job did not give a session: ${JSON.stringify(waited)}`);
-  driver.follow(sessionId);
-  await driver.waitForOutput(sessionId, (d) => d.op === "ready", 60_000);
-  const first = tools[0];
-  if (first) {
-    const name = `${callerId}_${first.name}`;
-    const wait = await runStep(driver, sessionId, { op: "wait_tool", name, timeout_ms: 20_000 });
-    if (wait.found !== true) throw new Error(`the droid never saw ${name}`);
-  }
+  await followUntilReady(driver, sessionId, callerId, tools);
   return { sessionId, pointer, waited };
 }

@@ -56,19 +56,24 @@ export async function spawnDroid(caller: TestCaller, options: SpawnOptions = {})
     ...(options.timeoutSeconds === undefined ? {} : { caller_timeout_seconds: options.timeoutSeconds }),
     ...(options.callerPresence === undefined ? {} : { caller_presence: options.callerPresence }),
   });
-  const sessionId = info.session_id;
+  await followUntilReady(caller, info.session_id, callerId, tools);
+  return info.session_id;
+}
+
+/** Follows a session and waits until its droid is up and sees the first of `tools`. */
+export async function followUntilReady(
+  caller: DroidDriver,
+  sessionId: string,
+  callerId: string,
+  tools: CallerTool[],
+): Promise<void> {
   caller.follow(sessionId);
   await caller.waitForOutput(sessionId, (d) => d.op === "ready", 60_000);
   const first = tools[0];
-  if (first) {
-    const wait = await runStep(caller, sessionId, {
-      op: "wait_tool",
-      name: `${callerId}_${first.name}`,
-      timeout_ms: 20_000,
-    });
-    if (wait.found !== true) throw new Error(`the droid never saw ${callerId}_${first.name}`);
-  }
-  return sessionId;
+  if (!first) return;
+  const name = `${callerId}_${first.name}`;
+  const wait = await runStep(caller, sessionId, { op: "wait_tool", name, timeout_ms: 20_000 });
+  if (wait.found !== true) throw new Error(`the droid never saw ${name}`);
 }
 
 let scriptCounter = 0;

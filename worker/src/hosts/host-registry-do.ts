@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import { z } from "zod";
 import { Limits } from "../../../protocol/limits.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
@@ -14,10 +13,8 @@ import {
 } from "../../../protocol/rpc/messages.js";
 import {
   type HostDisk,
-  HostDiskSchema,
   HostHelloParamsSchema,
   type RuntimeKind,
-  RuntimeKindSchema,
   type SessionSpec,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
@@ -26,9 +23,9 @@ import { config, type Env } from "../env.js";
 import { type ErrorCode, fail, ok, type Result } from "../errors.js";
 import { createLog, errorMessage } from "../log.js";
 import { objects } from "../objects/keys.js";
-import { readAttachment } from "../objects/socket-attachment.js";
 import { MethodTable } from "../rpc/method-table.js";
 import { requireTunnelVersion } from "../rpc/tunnel-version.js";
+import { type HostAttachment, hostAttachment } from "./host-attachment.js";
 import { HostStore } from "./host-store.js";
 
 /** A host as `host list` shows it. */
@@ -42,21 +39,6 @@ export interface HostListing {
   missing_since: string | null;
   /** How the host bounds projects' disk use and a project's bound when it names none (connected hosts). */
   disk: HostDisk | null;
-}
-
-const HostAttachmentSchema = z.object({
-  hostId: z.string(),
-  /** The token the host connected with (for the audit log). */
-  tokenId: z.string().optional(),
-  runtime: RuntimeKindSchema.nullable(),
-  maxSessions: z.number(),
-  ready: z.boolean(),
-  disk: HostDiskSchema.optional(),
-});
-type HostAttachment = z.infer<typeof HostAttachmentSchema>;
-
-function attachment(ws: WebSocket): HostAttachment | null {
-  return readAttachment(ws, HostAttachmentSchema);
 }
 
 interface ConnectedHost {
@@ -412,7 +394,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    const a = attachment(ws);
+    const a = hostAttachment(ws);
     this.#log.info("host disconnected", { host: a?.hostId, code });
     // Nothing answers what was asked on this connection: fail it now, not at the ack timeout.
     for (const [id, pending] of this.#pending) {
@@ -465,7 +447,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ private
 
   #serve(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
-    const ready = attachment(ws)?.ready === true;
+    const ready = hostAttachment(ws)?.ready === true;
     if (!ready && method !== TunnelMethod.hostHello) {
       trySend(ws, encodeError(id, new RpcError(RpcErrorCode.Unauthenticated, "send host_hello first")));
       return;
@@ -498,7 +480,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       disk?: HostDisk | undefined;
     },
   ): Promise<unknown> {
-    const a = attachment(ws);
+    const a = hostAttachment(ws);
     if (a === null) throw new RpcError(RpcErrorCode.Unauthenticated, "not a host connection");
     requireTunnelVersion(ws, params.v);
     if (params.host_id !== a.hostId) {
@@ -635,7 +617,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     const now = Date.now();
     const hosts: ConnectedHost[] = [];
     for (const ws of this.ctx.getWebSockets()) {
-      const a = attachment(ws);
+      const a = hostAttachment(ws);
       if (!a?.ready || a.runtime === null || ws.readyState !== WebSocket.OPEN) continue;
       const lastPing = this.ctx.getWebSocketAutoResponseTimestamp(ws);
       if (lastPing !== null && now - lastPing.getTime() > silentAfter) continue;
