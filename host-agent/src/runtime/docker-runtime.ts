@@ -265,11 +265,31 @@ export class DockerRuntime implements AgentRuntime {
     try {
       await container.remove({ force: true });
     } catch (error) {
-      // 409: a removal is already in progress.
       const status = dockerStatusCode(error);
-      if (status !== 404 && status !== 409) throw error;
+      if (status === 404) return;
+      if (status !== 409) throw error;
+      // 409: another removal is in progress; the container is gone only when that one is done.
+      await waitUntilGone(container);
     }
   }
+}
+
+/** How long a removal someone else started may take before ours gives up waiting for it. */
+const REMOVAL_WAIT_MS = 30_000;
+
+/** Waits (bounded) until the engine no longer knows the container, so a listing right after omits it. */
+async function waitUntilGone(container: Dockerode.Container): Promise<void> {
+  const until = Date.now() + REMOVAL_WAIT_MS;
+  while (Date.now() < until) {
+    try {
+      await container.inspect();
+    } catch (error) {
+      if (dockerStatusCode(error) === 404) return;
+      throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new RuntimeError("runtime_error", `container ${container.id} is still being removed`);
 }
 
 /**
