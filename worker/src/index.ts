@@ -1,5 +1,7 @@
 import { app } from "./app.js";
 import type { Env } from "./env.js";
+import { provideCatalog } from "./flows/catalog.js";
+import { objectCatalog } from "./tools/object-catalog.js";
 
 export { AuditLogDurableObject } from "./audit/audit-log-do.js";
 export { HostRegistryDurableObject } from "./hosts/host-registry-do.js";
@@ -12,6 +14,9 @@ export { ScheduleDirectoryDurableObject } from "./schedules/schedule-directory-d
 export { ScheduleDurableObject } from "./schedules/schedule-do.js";
 export { SessionDurableObject } from "./session/session-do.js";
 export { TokenDirectoryDurableObject } from "./tokens/token-directory-do.js";
+
+// The objects run the catalogue's tools (jobs, a droid's calls) without importing tools/.
+provideCatalog(objectCatalog);
 
 export default {
   fetch: app.fetch,

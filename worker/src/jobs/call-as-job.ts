@@ -1,8 +1,8 @@
 import { config, type Env } from "../env.js";
 import type { ErrorCode } from "../errors.js";
+import type { McpOrigin } from "../flows/context.js";
 import { errorMessage, type Log } from "../log.js";
 import { objects } from "../objects/keys.js";
-import type { McpOrigin } from "../tools/context.js";
 import { type JobInfo, type JobStart, newJobId } from "./job-record.js";
 import { waitBoundMs } from "./timing.js";
 import { waitForJob } from "./wait-for-job.js";

@@ -1,5 +1,16 @@
 import type { Config } from "../env.js";
-import type { Timing } from "../tools/define.js";
+
+/**
+ * How long an action takes, and so how a call of it is answered (seeds/004; bounds below).
+ * Every class but `sync` runs as a job (the `job` tool reads it):
+ * - sync: the call answers the handler's result;
+ * - async_short / async_medium: the call waits for the job up to its bound (30 s / 120 s), then
+ *   answers the result, or `{job_id, status: "running"}` when the work goes on;
+ * - async_long: the call answers `{job_id}` at once;
+ * - fire_and_forget: the call answers `{job_id, status: "accepted"}` at once; nobody is expected
+ *   to wait, but a failure is kept (`job list status=failed`).
+ */
+export type Timing = "sync" | "async_short" | "async_medium" | "async_long" | "fire_and_forget";
 
 /** How long the outcome of an ended job is kept (`job get`, `job list status=failed`). */
 export const JOB_TTL_MS = 24 * 60 * 60_000;

@@ -1,8 +1,8 @@
 import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { AppError, type Result, unwrap } from "../errors.js";
+import type { McpOrigin } from "../flows/context.js";
 import { objects } from "../objects/keys.js";
-import type { McpOrigin } from "../tools/context.js";
 import { isEnded, type JobInfo } from "./job-record.js";
 
 /** How often a wait reports progress when no MCP session asks (a call from outside MCP). */

@@ -2,9 +2,9 @@ import { type JSONRPCRequest, LoggingLevelSchema } from "@modelcontextprotocol/s
 import { z } from "zod";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
+import type { McpOrigin } from "../flows/context.js";
 import type { Log } from "../log.js";
 import { callerTools } from "../tools/catalog.js";
-import type { McpOrigin } from "../tools/context.js";
 import { callTool, UnknownToolError } from "../tools/dispatch.js";
 import { clip, McpErrorCode, RpcError } from "./json-rpc.js";
 import type { McpMeta } from "./mcp-meta.js";

@@ -1,22 +1,29 @@
-import type { CallerToolOutcome } from "../../../protocol/caller-tools.js";
+import { type CallerToolOutcome, CallerToolOutcomeSchema } from "../../../protocol/caller-tools.js";
 import type { JsonObject } from "../../../protocol/json.js";
 import { checkSize } from "../../../protocol/limits.js";
 import { project, requireAccess } from "../auth/access.js";
 import { AppError } from "../errors.js";
 import type { Log } from "../log.js";
+import { PendingRequests } from "../pending/pending-requests.js";
+import { type PendingRow, PendingStore } from "../pending/pending-store.js";
 import type { EventLog } from "./event-log.js";
 import { answerOutcome, failure, seconds } from "./outcomes.js";
 import { isLive, type SessionRecord } from "./session-record.js";
-import type { CallRow, SessionStore } from "./session-store.js";
 import type { RespondInput } from "./types.js";
 
 /** How long a finished call is remembered (to refuse a second answer and to answer a re-sent call). */
 export const DONE_CALL_RETENTION_MS = 10 * 60_000;
 
+/** The pending-request kind of caller tool calls. */
+const KIND = "caller_tool";
+
+/** A caller tool call as stored: its id is the call id (the caller's `request_id`), `subject` the tool. */
+export type CallRow = PendingRow<CallerToolOutcome>;
+
 /** What the calls need from the rest of the session. */
 export interface CallerCallsDeps {
+  sql: SqlStorage;
   record(): SessionRecord;
-  store: SessionStore;
   events: Pick<EventLog, "emit">;
   /** Sends a call's outcome down the tunnel (if it is down, the host asks again on reconnect). */
   sendOutcome(callId: string, outcome: CallerToolOutcome): void;
@@ -29,34 +36,42 @@ export interface CallerCallsDeps {
 }
 
 /**
- * Caller tool calls of one session. The session object is the one authority on each call's
- * outcome: a droid's call arrives from the tunnel (idempotent by call id, which is also the
- * caller's `request_id`), becomes a pending request with a deadline and a `caller_tool_request`
- * event, and ends exactly once: answered by the owner, timed out, cancelled by the droid, or failed
- * because the caller, the session or the host went away. The outcome goes back down the tunnel.
+ * Caller tool calls of one session, a kind of pending request (pending/pending-requests.ts). The
+ * session object is the one authority on each call's outcome: a droid's call arrives from the
+ * tunnel (idempotent by call id), becomes a pending request with a deadline and a
+ * `caller_tool_request` event, and ends exactly once: answered by the owner, timed out, cancelled
+ * by the droid, or failed because the caller, the session or the host went away. The outcome
+ * goes back down the tunnel.
  */
 export class CallerCalls {
   readonly #d: CallerCallsDeps;
-  /** When the oldest finished call falls out of retention (pruning is due), or null. */
-  #pruneAt: number | null;
+  readonly #pending: PendingRequests<CallerToolOutcome>;
 
   constructor(deps: CallerCallsDeps) {
     this.#d = deps;
-    const oldest = deps.store.earliestDoneAt();
-    this.#pruneAt = oldest === null ? null : oldest + DONE_CALL_RETENTION_MS;
+    const store = new PendingStore(deps.sql, KIND, CallerToolOutcomeSchema);
+    // Sessions stored before the shared mechanism kept their calls in a table of their own.
+    store.adopt("calls", { id: "call_id", subject: "tool", payload: "arguments" });
+    this.#pending = new PendingRequests(
+      store,
+      {
+        deliver: (call, outcome) => deps.sendOutcome(call.id, outcome),
+        decided: (call, outcome, now) => this.#decided(call, outcome, now),
+        scheduleAlarm: () => deps.scheduleAlarm(),
+      },
+      DONE_CALL_RETENTION_MS,
+    );
   }
 
   /** A droid's call: its outcome now (known, refused), or null when the caller will decide it. */
   onCall(callId: string, tool: string, args: JsonObject): CallerToolOutcome | null {
-    const { store } = this.#d;
-    const known = store.call(callId);
+    const known = this.#pending.find(callId);
     if (known) return known.state === "done" ? known.outcome : null;
     const record = this.#d.record();
     const now = Date.now();
     const refused = this.#refusal(record, tool, args, now);
     if (refused) {
-      store.insertDoneCall({ callId, tool }, refused, now);
-      this.#finished(now);
+      this.#pending.decidedOnArrival({ id: callId, subject: tool }, refused, now);
       return refused;
     }
     const deadline = now + record.callerTimeoutMs;
@@ -68,17 +83,16 @@ export class CallerCalls {
       arguments: args,
       deadline: new Date(deadline).toISOString(),
     });
-    store.insertCall({ callId, tool, deadline, arguments: args });
-    this.#d.scheduleAlarm();
+    this.#pending.open({ id: callId, subject: tool, deadline, payload: args });
     return null;
   }
 
   /** The droid no longer waits for `callId` (it cancelled, or went away). */
   cancel(callId: string, reason: string): void {
-    const call = this.#d.store.call(callId);
+    const call = this.#pending.find(callId);
     if (call?.state !== "waiting") return;
     const message = `${reason}; nobody waits for an answer to request ${callId} any more`;
-    this.#finish(call, failure("cancelled", message), { send: false });
+    this.#pending.settle(call, failure("cancelled", message), { deliver: false });
   }
 
   /** A caller's answer: only the owner may answer, each request once, and only while the droid waits. */
@@ -100,7 +114,7 @@ export class CallerCalls {
         `only the caller that owns session ${record.sessionId} may answer its requests`,
       );
     }
-    const call = this.#d.store.call(input.requestId);
+    const call = this.#pending.find(input.requestId);
     if (!call) {
       this.#d.log.warn("caller_tool_response for an unknown request_id", { request_id: input.requestId });
       throw new AppError(
@@ -109,39 +123,41 @@ export class CallerCalls {
       );
     }
     if (call.state === "done") throw refusedAnswer(call);
-    const outcome = answerOutcome(input.result, input.error);
-    this.#finish(call, outcome, { send: true });
+    this.#pending.settle(call, answerOutcome(input.result, input.error), { deliver: true });
     return { request_id: input.requestId, status: "delivered" };
   }
 
   /** Fails calls whose deadline has passed. */
   expire(now: number): void {
     const timeout = seconds(this.#d.record().callerTimeoutMs);
-    for (const call of this.#d.store.expiredCalls(now)) {
-      this.#finish(call, failure("timeout", `the caller did not answer ${call.tool} within ${timeout}`), {
-        send: true,
-      });
-    }
+    this.#pending.expire(now, (call) =>
+      failure("timeout", `the caller did not answer ${call.subject} within ${timeout}`),
+    );
   }
 
   /** Fails every waiting call with `outcome` (caller gone, session ended, host lost). */
   failAll(outcome: CallerToolOutcome): void {
-    for (const call of this.#d.store.waitingCalls()) this.#finish(call, outcome, { send: true });
+    this.#pending.failAll(outcome);
   }
 
   /** Forgets finished calls past retention. */
   prune(now: number): void {
-    if (this.#pruneAt === null || this.#pruneAt > now) return;
-    this.#d.store.pruneDoneCalls(now - DONE_CALL_RETENTION_MS);
-    const oldest = this.#d.store.earliestDoneAt();
-    this.#pruneAt = oldest === null ? null : oldest + DONE_CALL_RETENTION_MS;
+    this.#pending.prune(now);
   }
 
   /** The next moment something is due: a deadline, or pruning. */
   nextDue(): number | null {
-    const deadline = this.#d.store.earliestDeadline();
-    if (deadline === null) return this.#pruneAt;
-    return this.#pruneAt === null ? deadline : Math.min(deadline, this.#pruneAt);
+    return this.#pending.nextDue();
+  }
+
+  /** How many calls wait for the caller's answer. */
+  countWaiting(): number {
+    return this.#pending.countWaiting();
+  }
+
+  /** The waiting calls, soonest deadline first (all, or the first `limit`). */
+  waiting(limit = -1): CallRow[] {
+    return this.#pending.waiting(limit);
   }
 
   #refusal(record: SessionRecord, tool: string, args: JsonObject, now: number): CallerToolOutcome | null {
@@ -163,33 +179,17 @@ export class CallerCalls {
     return null;
   }
 
-  /**
-   * Decides a waiting call. The outcome goes to the host before the row is updated so it does not
-   * wait for the storage commit; the host ignores outcomes for calls it no longer has, so a crash
-   * in between can at worst produce an ignored second outcome, never a second result to the droid.
-   */
-  #finish(call: CallRow, outcome: CallerToolOutcome, options: { send: boolean }): void {
-    if (call.state !== "waiting") return;
-    const now = Date.now();
-    if (options.send) this.#d.sendOutcome(call.callId, outcome);
-    if (!this.#d.store.completeCall(call.callId, outcome, now)) return;
+  #decided(call: CallRow, outcome: CallerToolOutcome, now: number): void {
     this.#d.activity(now);
     if (!outcome.ok && outcome.error.reason !== "caller_error") {
       this.#d.events.emit({
         type: "caller_tool_failed",
-        request_id: call.callId,
-        tool: call.tool,
+        request_id: call.id,
+        tool: call.subject,
         reason: outcome.error.reason,
         message: outcome.error.message,
       });
     }
-    this.#finished(now);
-  }
-
-  #finished(now: number): void {
-    if (this.#pruneAt === null) this.#pruneAt = now + DONE_CALL_RETENTION_MS;
-    // The idle clock restarted too.
-    this.#d.scheduleAlarm();
   }
 }
 
@@ -197,13 +197,13 @@ export class CallerCalls {
 function refusedAnswer(call: CallRow): AppError {
   const outcome = call.outcome;
   if (!outcome || outcome.ok || outcome.error.reason === "caller_error") {
-    return new AppError("already_answered", `request ${call.callId} was already answered`);
+    return new AppError("already_answered", `request ${call.id} was already answered`);
   }
   if (outcome.error.reason === "cancelled") {
     return new AppError(
       "request_cancelled",
-      `the droid no longer waits for request ${call.callId}: ${outcome.error.message}`,
+      `the droid no longer waits for request ${call.id}: ${outcome.error.message}`,
     );
   }
-  return new AppError("request_expired", `request ${call.callId} already failed: ${outcome.error.message}`);
+  return new AppError("request_expired", `request ${call.id} already failed: ${outcome.error.message}`);
 }

@@ -1,41 +1,31 @@
 import { DurableObject } from "cloudflare:workers";
-import type { AgentEvent } from "../../../protocol/agent-events.js";
-import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import type { SessionUsageParams } from "../../../protocol/tunnel.js";
-import { project, requireAccess } from "../auth/access.js";
-import { authenticate, type CallerPrincipal, stillValid } from "../auth/tokens.js";
+import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
-import { AppError, capture, fail, type Result, unwrap } from "../errors.js";
+import { AppError, capture, type Result } from "../errors.js";
 import type { JobEvent } from "../jobs/job-events.js";
-import { createLog, errorMessage, type Log } from "../log.js";
+import { errorMessage } from "../log.js";
+import { AlarmSchedule } from "../objects/alarm-schedule.js";
 import { objects } from "../objects/keys.js";
-import { withChildEvents } from "../tools/child-events.js";
-import { backgroundContext } from "../tools/context.js";
-import { droidCall, droidToolList } from "../tools/droid-tools.js";
-import { spawnOrResume } from "../tools/session-spawn.js";
 import { CallerCalls } from "./caller-calls.js";
+import { CallerInput } from "./caller-input.js";
 import { EventLog } from "./event-log.js";
 import { EventWaiters } from "./event-waiters.js";
+import { HostInput } from "./host-input.js";
 import { HostTunnel } from "./host-tunnel.js";
 import { Lifetime } from "./lifetime.js";
 import { McpFanout } from "./mcp-fanout.js";
 import { MessageNotices } from "./message-notices.js";
 import type { NestInfo } from "./nesting.js";
-import { failure } from "./outcomes.js";
 import { Presence } from "./presence.js";
-import { NotOwnerError, SessionEndedError, SessionNotFoundError } from "./session-errors.js";
-import {
-  isLive,
-  type PendingRequests,
-  type SessionInfo,
-  type SessionRecord,
-  type SessionStatus,
-} from "./session-record.js";
+import { requireReader, requireWriter } from "./session-access.js";
+import { SessionEndedError } from "./session-errors.js";
+import { SessionLifecycle } from "./session-lifecycle.js";
+import { isLive, type PendingRequests, type SessionInfo, type SessionStatus } from "./session-record.js";
+import { SessionState } from "./session-state.js";
 import { SessionStore } from "./session-store.js";
+import { SessionViews } from "./session-views.js";
 import { SubscriberSockets } from "./subscriber-sockets.js";
 import type {
-  CallerPresence,
   CreateSessionInput,
   EventsPage,
   PresenceChange,
@@ -44,52 +34,48 @@ import type {
   Via,
 } from "./types.js";
 
-/** The longest one `readEvents` call waits for an event (`session events` asks in slices of less). */
-const MAX_EVENT_WAIT_MS = 50_000;
-/** How often a reader waiting for events has its token checked again. */
-const TOKEN_RECHECK_MS = 1_000;
-/** Waiting calls listed by `session get` and `session pending` (the count says how many there are). */
-const MAX_LISTED_REQUESTS = 100;
-
-/** Schedules one session tells when it goes idle; more wait for their next alarm instead. */
-const MAX_IDLE_WATCHERS = 16;
-
 /**
- * One per agent session: a thin RPC shell over its parts. Owns the session record (owner, caller
- * id and tools, status, host), the event log, the caller tool calls with their deadlines (one
- * alarm), the caller's presence, fan-out of every event to the owner's MCP sessions and plain
- * subscribers, and the host-agent's session tunnel. Every public method is an RPC entry point;
- * everything else is private.
+ * One per agent session: thin RPC wiring over its parts, each behind a narrow interface:
+ * - the record, shared by all (SessionState), and the session's life (SessionLifecycle);
+ * - what the host sends about its droid (HostTunnel, HostInput) and what callers send
+ *   (CallerInput);
+ * - pending requests: caller tool calls (CallerCalls, on pending/pending-requests.ts), with the
+ *   caller's presence deciding whether they may wait (Presence);
+ * - views and streams: info, pages and long polls of events (SessionViews), fan-out to the
+ *   owner's MCP sessions (McpFanout) and plain subscribers (SubscriberSockets);
+ * - time: the lifetime rules, undelivered-message notices, and one alarm for every deadline.
+ * Every public method is an RPC entry point; everything else is a part's.
  */
 export class SessionDurableObject extends DurableObject<Env> {
-  readonly #store: SessionStore;
+  readonly #state: SessionState;
   readonly #events: EventLog;
   readonly #calls: CallerCalls;
   readonly #presence: Presence;
   readonly #tunnel: HostTunnel;
   readonly #subscribers: SubscriberSockets;
-  readonly #fanout: McpFanout;
   readonly #lifetime: Lifetime;
   readonly #messageNotices: MessageNotices;
-  readonly #waiters = new EventWaiters();
-  #record: SessionRecord | null;
-  #log: Log;
-  #alarmAt: number | null = null;
-  /** A refused droid key has been told about (until the key works again). */
-  #keyRefusalTold = false;
+  readonly #lifecycle: SessionLifecycle;
+  readonly #views: SessionViews;
+  readonly #host: HostInput;
+  readonly #input: CallerInput;
+  readonly #alarm: AlarmSchedule;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const cfg = config(env);
-    this.#store = new SessionStore(ctx.storage.sql);
-    this.#record = this.#store.loadRecord();
-    this.#log = createLog({ component: "session", session: this.#record?.sessionId });
-    const record = () => this.#requireRecord();
-    this.#fanout = new McpFanout(env, this.#log, (id) => this.#presence.mcpChanged(id, "gone"));
+    const state = new SessionState(new SessionStore(ctx.storage.sql));
+    this.#state = state;
+    const record = () => state.require();
+    const save = () => state.save();
+    const scheduleAlarm = () => this.#alarm.schedule();
+    const waitUntil = (promise: Promise<unknown>) => ctx.waitUntil(promise);
+    const waiters = new EventWaiters();
+    const fanout = new McpFanout(env, state.log, (id) => this.#presence.mcpChanged(id, "gone"));
     this.#subscribers = new SubscriberSockets({
       state: ctx,
       record,
-      eventsSince: (since, limit) => this.#store.eventsSince(since, limit),
+      eventsSince: (since, limit) => state.store.eventsSince(since, limit),
       keepAliveMs: cfg.keepAliveMs,
       ownerOpened: () => this.#presence.plainOpened(),
       ownerClosed: () => this.#presence.plainClosed(),
@@ -97,206 +83,159 @@ export class SessionDurableObject extends DurableObject<Env> {
       stillValid: (principal) => stillValid(env, principal),
     });
     this.#events = new EventLog(
-      this.#store,
+      state.store,
       {
         broadcast: (json, index) => this.#subscribers.broadcast(json, index),
         toMcp: (event) => {
-          for (const sub of this.#store.subscribers()) this.#fanout.send(sub.mcpSessionId, event);
+          for (const sub of state.store.subscribers()) fanout.send(sub.mcpSessionId, event);
         },
-        appended: () => this.#waiters.wake(),
+        appended: () => waiters.wake(),
       },
       () => record().sessionId,
     );
+    this.#calls = new CallerCalls({
+      sql: ctx.storage.sql,
+      record,
+      events: this.#events,
+      sendOutcome: (callId, outcome) => this.#tunnel.sendOutcome(callId, outcome),
+      callerMayWait: (now) => this.#presence.mayWait(now),
+      scheduleAlarm,
+      activity: (now) => {
+        this.#lifetime.touch(now);
+        save();
+      },
+      log: state.log,
+    });
     this.#presence = new Presence({
       record,
-      save: () => this.#save(),
-      store: this.#store,
+      save,
+      store: state.store,
       graceMs: cfg.callerGraceMs,
       ownerSubscribed: () => this.#subscribers.ownerConnected(),
-      countWaiting: () => this.#store.countWaiting(),
+      countWaiting: () => this.#calls.countWaiting(),
       failWaiting: (outcome) => this.#calls.failAll(outcome),
-      scheduleAlarm: () => this.#scheduleAlarm(),
+      scheduleAlarm,
+    });
+    this.#lifetime = new Lifetime({ record, countWaiting: () => this.#calls.countWaiting() });
+    this.#views = new SessionViews({
+      state,
+      events: this.#events,
+      calls: this.#calls,
+      presence: this.#presence,
+      waiters,
+      busy: () => this.#lifetime.busy(),
+      stillValid: (principal) => stillValid(env, principal),
+    });
+    this.#lifecycle = new SessionLifecycle({
+      env,
+      state,
+      events: this.#events,
+      calls: this.#calls,
+      busy: () => this.#lifetime.busy(),
+      attachOwner: (input) => this.#input.attach(input.owner, input.via),
+      queueMessage: (text) => this.#input.queueMessage(text),
+      closeLinks: () => {
+        this.#tunnel.close(1000, "session ended");
+        this.#subscribers.closeAll(1000, "session ended");
+      },
+      scheduleAlarm,
+      waitUntil,
+    });
+    this.#host = new HostInput({
+      env,
+      state,
+      events: this.#events,
+      lifetime: this.#lifetime,
+      lifecycle: this.#lifecycle,
+      views: this.#views,
+      scheduleAlarm,
+      waitUntil,
     });
     this.#tunnel = new HostTunnel(ctx, {
-      placedHost: () => this.#record?.hostId ?? null,
+      placedHost: () => state.current?.hostId ?? null,
       liveStatus: () => {
         const status = record().status;
         return isLive(status) ? null : status;
       },
       sessionId: () => record().sessionId,
       storedEventSeq: () => record().storedHostEventSeq,
-      config: () => this.#callerConfig(),
-      pendingMessages: () => this.#store.pendingMessages(),
+      config: () => this.#input.callerConfig(),
+      pendingMessages: () => state.store.pendingMessages(),
       callerTool: (callId, tool, args) => {
         this.#lifetime.touch(Date.now());
         return this.#calls.onCall(callId, tool, args);
       },
       cancel: (callId, reason) => this.#calls.cancel(callId, reason),
-      events: (events) => this.#agentEvents(events),
+      events: (events) => this.#host.agentEvents(events),
       end: (reason, notice) => {
-        if (notice && isLive(record().status)) this.#events.emit(notice);
-        return this.#finish("ended", reason);
+        if (notice && state.live) this.#events.emit(notice);
+        return this.#lifecycle.finish("ended", reason);
       },
       messageDelivered: (seq) => this.#messageNotices.delivered(seq),
-      usage: (report) => this.#usage(report),
-      childMessage: (params) => this.#droidSpawn(params),
-      ownEvents: (params) => this.#droidEvents(params),
-      oublietteTools: async (apiKey) => ({ tools: droidToolList(await this.#listingPrincipal(apiKey)) }),
-      oublietteCall: async (apiKey, tool, args) =>
-        droidCall(tool, args, {
-          env: this.env,
-          principal: await this.#keyPrincipal(apiKey),
-          mcp: null,
-          log: this.#log,
-          waitUntil: (promise) => this.ctx.waitUntil(promise),
-          viaSession: this.#requireRecord().sessionId,
-          runsJobs: true,
-        }),
-      storedUsage: () => this.#record?.usage ?? null,
-      budgetUsd: () => this.#record?.agent?.max_cost_usd ?? null,
-      log: this.#log,
+      usage: (report) => this.#host.usage(report),
+      childMessage: (params) => this.#host.spawnChild(params),
+      ownEvents: (params) => this.#host.ownEvents(params),
+      oublietteTools: (apiKey) => this.#host.oublietteTools(apiKey),
+      oublietteCall: (apiKey, tool, args) => this.#host.oublietteCall(apiKey, tool, args),
+      storedUsage: () => state.current?.usage ?? null,
+      budgetUsd: () => state.current?.agent?.max_cost_usd ?? null,
+      log: state.log,
     });
-    this.#calls = new CallerCalls({
-      record,
-      store: this.#store,
+    this.#input = new CallerInput({
+      env,
+      state,
       events: this.#events,
-      sendOutcome: (callId, outcome) => this.#tunnel.sendOutcome(callId, outcome),
-      callerMayWait: (now) => this.#presence.mayWait(now),
-      scheduleAlarm: () => this.#scheduleAlarm(),
-      activity: (now) => {
-        this.#lifetime.touch(now);
-        this.#save();
-      },
-      log: this.#log,
+      presence: this.#presence,
+      tunnel: this.#tunnel,
+      lifetime: this.#lifetime,
+      scheduleAlarm,
     });
-    this.#lifetime = new Lifetime({ record, countWaiting: () => this.#store.countWaiting() });
     this.#messageNotices = new MessageNotices({
-      store: this.#store,
-      delayMs: config(env).messageNoticeMs,
+      store: state.store,
+      delayMs: cfg.messageNoticeMs,
       emit: (body) => this.#events.emit(body),
     });
+    this.#alarm = new AlarmSchedule(
+      ctx,
+      () => [
+        this.#calls.nextDue(),
+        this.#presence.nextDue(),
+        state.live ? this.#lifetime.nextDue() : null,
+        state.live ? this.#messageNotices.nextDue() : null,
+      ],
+      () => state.log,
+    );
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair("ping", "pong"));
-    void ctx.blockConcurrencyWhile(async () => {
-      this.#alarmAt = await ctx.storage.getAlarm();
-    });
     // Subscribers of revocable tokens outlive a hibernation; watch their tokens again.
-    if (this.#record) this.#subscribers.watchTokens();
+    if (state.current) this.#subscribers.watchTokens();
   }
 
   // ------------------------------------------------------------------ RPC from tools
 
   async create(input: CreateSessionInput): Promise<Result<SessionInfo>> {
-    if (this.#record) return fail("conflict", `session ${input.sessionId} already exists`);
-    this.#record = {
-      sessionId: input.sessionId,
-      projectId: input.projectId,
-      workspaceId: input.workspaceId,
-      ownerTokenId: input.owner.tokenId,
-      callerId: input.caller?.callerId ?? null,
-      callerTools: input.caller?.tools ?? [],
-      callerTimeoutMs: input.callerTimeoutMs,
-      callerPresence: input.callerPresence ?? "stream",
-      status: "starting",
-      hostId: null,
-      runtime: null,
-      image: input.image,
-      agent: input.agent,
-      issuedTokenId: input.droidKey?.issuedTokenId ?? null,
-      parentId: input.parent?.sessionId ?? null,
-      depth: input.parent?.depth ?? 0,
-      children: [],
-      usage: null,
-      createdAt: new Date().toISOString(),
-      endedAt: null,
-      lastMessageSeq: 0,
-      storedHostEventSeq: 0,
-      plainDroppedAt: null,
-      idleTimeoutMs: input.idleTimeoutMs,
-      maxLifetimeMs: input.maxLifetimeMs,
-      lastActivityAt: Date.now(),
-      completedTurnSeq: 0,
-    };
-    this.#save();
-    this.#log = createLog({ component: "session", session: input.sessionId });
-    this.#attach(input.owner, input.via);
-    if (input.caller) {
-      this.#events.emit({
-        type: "caller_tools_declared",
-        caller_id: input.caller.callerId,
-        tools: input.caller.tools,
-      });
-    }
-    if (input.prompt !== null) this.#queueMessage(input.prompt);
-    const registry = this.#registry();
-    // The host is recorded before it is asked to start anything, so its tunnel is recognised.
-    const placed = await registry.place({ sessionId: input.sessionId, projectId: input.projectId });
-    if (!placed.ok) return this.#failStart(placed);
-    const record = this.#requireRecord();
-    record.hostId = placed.value.hostId;
-    record.runtime = placed.value.runtime;
-    this.#save();
-    const started = await registry.start({
-      sessionId: input.sessionId,
-      projectId: input.projectId,
-      workspaceId: input.workspaceId,
-      workspace: input.workspace,
-      project: input.project,
-      // The droid's key rides in its environment only (never in an event or a log).
-      spec: { agent: input.agent, ...(input.droidKey ? { env: input.droidKey.env } : {}) },
-    });
-    if (!started.ok) return this.#failStart(started);
-    // The lifetime rules run from here on.
-    this.#scheduleAlarm();
-    if (isLive(record.status)) {
-      this.#reportStatus(null);
-      this.#events.emit({
-        type: "session_started",
-        host_id: placed.value.hostId,
-        runtime: placed.value.runtime,
-      });
-    }
-    return { ok: true, value: this.#info() };
+    if (this.#state.current)
+      return { ok: false, error: { code: "conflict", message: `session ${input.sessionId} already exists` } };
+    const started = await this.#lifecycle.start(input);
+    return started.ok ? { ok: true, value: this.#views.info() } : started;
   }
 
   async sendMessage(
     input: SendMessageInput,
   ): Promise<Result<{ session: SessionInfo; message_seq: number | null }>> {
     return capture(() => {
-      const record = this.#requireWriter(input.principal, "send messages to");
-      if (!isLive(record.status)) throw new SessionEndedError(record);
-      this.#attach(input.principal, input.via);
-      if (input.caller) {
-        // Caller tool requests go to the owner, so only the owner declares the tools.
-        this.#requireOwner(input.principal, "declare caller tools for");
-        record.callerId = input.caller.callerId;
-        record.callerTools = input.caller.tools;
-        this.#save();
-        this.#events.emit({
-          type: "caller_tools_declared",
-          caller_id: input.caller.callerId,
-          tools: input.caller.tools,
-        });
-        this.#tunnel.sendConfig(this.#callerConfig());
-      }
-      if (input.callerPresence) this.#setCallerPresence(input.principal, input.callerPresence);
-      const seq = input.message === null ? null : this.#queueMessage(input.message);
-      return { session: this.#info(), message_seq: seq };
+      const seq = this.#input.send(input);
+      return { session: this.#views.info(), message_seq: seq };
     });
   }
 
   async getInfo(principal: CallerPrincipal, via: Via | null): Promise<Result<SessionInfo>> {
     return capture(() => {
-      this.#requireReader(principal);
-      this.#attach(principal, via);
-      return this.#info();
+      this.#reader(principal, via);
+      return this.#views.info();
     });
   }
 
-  /**
-   * The session's events from `sinceIndex` on. With `waitMs`, a read that finds none waits (at
-   * most MAX_EVENT_WAIT_MS) until one is appended or the time is up; while the owner waits, its
-   * caller counts as present.
-   */
+  /** The session's events from `sinceIndex` on; with `waitMs`, a read that finds none waits for one. */
   async readEvents(
     principal: CallerPrincipal,
     sinceIndex: number,
@@ -306,61 +245,44 @@ export class SessionDurableObject extends DurableObject<Env> {
     // Events typed loosely here: the recursive JSON type is too deep for RPC stub typing.
   ): Promise<Result<EventsPage>> {
     return capture(async () => {
-      this.#requireReader(principal);
-      this.#attach(principal, via);
-      let page = this.#eventsPage(sinceIndex, limit);
-      const live = () => isLive(this.#requireRecord().status);
-      if (page.events.length > 0 || waitMs <= 0 || !live()) return page;
-      const until = Date.now() + Math.min(waitMs, MAX_EVENT_WAIT_MS);
-      const owner = principal.tokenId === this.#requireRecord().ownerTokenId;
-      if (owner) this.#presence.pollStarted();
-      try {
-        // The token is checked again every few seconds, and before a page found by waiting is
-        // answered, as an open stream's is: a revoked token stops waiting, and gets nothing.
-        while (page.events.length === 0 && live() && Date.now() < until) {
-          await this.#waiters.next(Math.min(until, Date.now() + TOKEN_RECHECK_MS));
-          if (!(await stillValid(this.env, principal))) {
-            throw new AppError(
-              "unauthorized",
-              `token ${principal.tokenId} was revoked while it waited for events`,
-            );
-          }
-          page = this.#eventsPage(sinceIndex, limit);
-        }
-      } finally {
-        if (owner) this.#presence.pollEnded();
-      }
-      return page;
+      this.#reader(principal, via);
+      return this.#views.waitForEvents(principal, sinceIndex, limit, waitMs);
     });
   }
 
   /** The session's caller tool requests that wait for an answer, soonest deadline first. */
   async pending(principal: CallerPrincipal, via: Via | null): Promise<Result<PendingRequests>> {
     return capture(() => {
-      const record = this.#requireReader(principal);
-      this.#attach(principal, via);
-      return {
-        session_id: record.sessionId,
-        status: record.status,
-        caller_id: record.callerId,
-        caller_presence: record.callerPresence,
-        ...this.#openRequests(),
-      };
+      this.#reader(principal, via);
+      return this.#views.pending();
     });
   }
 
   async end(principal: CallerPrincipal, reason: string): Promise<Result<SessionInfo>> {
-    const checked = await capture(() => this.#requireWriter(principal, "end"));
+    const checked = await capture(() => requireWriter(this.#state.require(), principal, "end"));
     if (!checked.ok) return checked;
-    await this.#finish("ended", reason);
-    return { ok: true, value: this.#info() };
+    await this.#lifecycle.finish("ended", reason);
+    return { ok: true, value: this.#views.info() };
   }
 
   /** A caller's answer to a caller_tool_request: only the owner may answer, once, while the droid waits. */
   async respond(input: RespondInput): Promise<Result<{ request_id: string; status: "delivered" }>> {
     return capture(() => {
-      this.#attach(input.principal, input.via);
+      this.#input.attach(input.principal, input.via);
       return this.#calls.respond(input);
+    });
+  }
+
+  /** Interrupts the droid's turn in flight; the session stays (writers of the project may). */
+  async interrupt(
+    principal: CallerPrincipal,
+  ): Promise<Result<{ session: SessionInfo; interrupt_sent: boolean }>> {
+    return capture(() => {
+      const record = requireWriter(this.#state.require(), principal, "interrupt");
+      if (!isLive(record.status)) throw new SessionEndedError(record);
+      const sent = this.#tunnel.sendInterrupt();
+      this.#state.log.info("interrupt asked", { token: principal.tokenId, sent });
+      return { session: this.#views.info(), interrupt_sent: sent };
     });
   }
 
@@ -368,7 +290,7 @@ export class SessionDurableObject extends DurableObject<Env> {
 
   /** The MCP session reports its event stream opened, dropped, or that the session is gone. */
   async presenceChanged(mcpSessionId: string, change: PresenceChange): Promise<void> {
-    if (!this.#record) return;
+    if (!this.#state.current) return;
     this.#presence.mcpChanged(mcpSessionId, change);
   }
 
@@ -377,7 +299,7 @@ export class SessionDurableObject extends DurableObject<Env> {
    * to every subscriber. An ended session's log is closed; the job's other listeners still hear it.
    */
   async jobEvent(event: JobEvent): Promise<void> {
-    if (!this.#record || !isLive(this.#record.status)) return;
+    if (!this.#state.live) return;
     const { at: _at, ...body } = event;
     this.#events.emit(body);
   }
@@ -388,108 +310,60 @@ export class SessionDurableObject extends DurableObject<Env> {
    * is already released.
    */
   async hostLost(reason: string): Promise<void> {
-    if (!this.#record || !isLive(this.#record.status)) return;
-    this.#log.warn("host lost", { host: this.#record.hostId, reason });
-    await this.#finish("lost", reason, { placementReleased: true });
+    if (!this.#state.live) return;
+    this.#state.log.warn("host lost", { host: this.#state.current?.hostId, reason });
+    await this.#lifecycle.finish("lost", reason, { placementReleased: true });
   }
 
-  /**
-   * Whether the session is live with a turn or a caller tool call in flight. When it is and
-   * `scheduleId` is given, that schedule is told (`sessionIdle`) once it no longer is.
-   */
+  /** Whether the session is busy; a busy one tells schedule `scheduleId` once it is idle. */
   async turnBusy(scheduleId: string | null): Promise<boolean> {
-    const record = this.#record;
-    if (!record || !isLive(record.status) || !this.#lifetime.busy()) return false;
-    const watchers = record.idleWatchers ?? [];
-    if (scheduleId !== null && !watchers.includes(scheduleId) && watchers.length < MAX_IDLE_WATCHERS) {
-      record.idleWatchers = [...watchers, scheduleId];
-      this.#save();
-    }
-    return true;
+    return this.#lifecycle.turnBusy(scheduleId);
   }
 
   /** The session's status, or null when this object holds no session. */
   async status(): Promise<SessionStatus | null> {
-    return this.#record?.status ?? null;
+    return this.#state.current?.status ?? null;
   }
 
   /** What a child session needs to know of this one, its parent (nesting.ts). */
   async nestInfo(): Promise<Result<NestInfo>> {
-    return capture(async () => {
-      const record = this.#requireRecord();
-      const children = record.children ?? [];
-      const statuses = await Promise.all(
-        children.map((id) =>
-          objects
-            .session(this.env, id)
-            .liveStatus()
-            .catch(() => null),
-        ),
-      );
-      return {
-        projectId: record.projectId,
-        workspaceId: record.workspaceId,
-        depth: record.depth ?? 0,
-        liveChildren: statuses.filter((s) => s !== null && isLive(s)).length,
-        live: isLive(record.status),
-      };
-    });
+    return capture(() => this.#lifecycle.nestInfo());
   }
 
   /** A child this session's droid started: it ends with this session. */
   async addChild(childId: string): Promise<Result<void>> {
-    return capture(() => {
-      const record = this.#requireRecord();
-      record.children = [...(record.children ?? []).filter((id) => id !== childId), childId];
-      this.#save();
-      // Started just as this one ended: it goes too.
-      if (!isLive(record.status))
-        void objects.session(this.env, childId).terminate(`its parent session ${record.sessionId} has ended`);
-    });
+    return capture(() => this.#lifecycle.addChild(childId));
   }
 
   /** This session's status, or null when it does not exist. */
   async liveStatus(): Promise<SessionStatus | null> {
-    return this.#record?.status ?? null;
-  }
-
-  /** Interrupts the droid's turn in flight; the session stays (writers of the project may). */
-  async interrupt(
-    principal: CallerPrincipal,
-  ): Promise<Result<{ session: SessionInfo; interrupt_sent: boolean }>> {
-    return capture(() => {
-      const record = this.#requireWriter(principal, "interrupt");
-      if (!isLive(record.status)) throw new SessionEndedError(record);
-      const sent = this.#tunnel.sendInterrupt();
-      this.#log.info("interrupt asked", { token: principal.tokenId, sent });
-      return { session: this.#info(), interrupt_sent: sent };
-    });
+    return this.#state.current?.status ?? null;
   }
 
   /** Ends the session for the system (its project was deleted, say); no principal to check. */
   async terminate(reason: string): Promise<void> {
-    if (!this.#record || !isLive(this.#record.status)) return;
-    await this.#finish("ended", reason);
+    if (!this.#state.live) return;
+    await this.#lifecycle.finish("ended", reason);
   }
 
   /** The host's token was revoked: its tunnel is cut (the host-loss grace then decides the session). */
   async dropTunnel(reason: string): Promise<void> {
-    if (!this.#record) return;
+    if (!this.#state.current) return;
     this.#tunnel.close(4001, reason);
   }
 
   /** Forgets an ended session entirely (session cleanup); a live one is left alone. */
   async purge(): Promise<boolean> {
-    if (this.#record && isLive(this.#record.status)) return false;
+    if (this.#state.live) return false;
     await this.ctx.storage.deleteAll();
-    this.#record = null;
+    this.#state.forget();
     return true;
   }
 
   // ------------------------------------------------------------------ HTTP: tunnel and subscribers
 
   override async fetch(request: Request): Promise<Response> {
-    if (!this.#record) {
+    if (!this.#state.current) {
       return Response.json({ error: { code: "not_found", message: "session not found" } }, { status: 404 });
     }
     const url = new URL(request.url);
@@ -500,13 +374,13 @@ export class SessionDurableObject extends DurableObject<Env> {
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    if (!this.#record) return;
+    if (!this.#state.current) return;
     if (HostTunnel.owns(ws)) this.#tunnel.onMessage(ws, message);
     else this.#subscribers.onMessage(ws, message);
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    if (!this.#record) return;
+    if (!this.#state.current) return;
     if (HostTunnel.owns(ws)) this.#tunnel.onClose(ws, code);
     else this.#subscribers.onClose(ws);
   }
@@ -518,279 +392,27 @@ export class SessionDurableObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ alarm
 
   override async alarm(): Promise<void> {
-    this.#alarmAt = null;
-    if (!this.#record) return;
+    this.#alarm.fired();
+    if (!this.#state.current) return;
     const now = Date.now();
     this.#calls.expire(now);
     this.#presence.check(now);
     this.#calls.prune(now);
-    if (isLive(this.#record.status)) this.#messageNotices.check(now);
-    const stop = isLive(this.#record.status) ? this.#lifetime.expired(now) : null;
+    if (this.#state.live) this.#messageNotices.check(now);
+    const stop = this.#state.live ? this.#lifetime.expired(now) : null;
     if (stop !== null) {
-      this.#log.info("session stopped by its lifetime rules", { reason: stop });
-      await this.#finish("ended", stop);
+      this.#state.log.info("session stopped by its lifetime rules", { reason: stop });
+      await this.#lifecycle.finish("ended", stop);
     }
-    this.#scheduleAlarm();
+    this.#alarm.schedule();
   }
 
   // ------------------------------------------------------------------ private
 
-  /** Sets the alarm to the earliest moment anything is due (deadlines, grace periods, pruning). */
-  #scheduleAlarm(): void {
-    const lifetime = this.#record && isLive(this.#record.status) ? this.#lifetime.nextDue() : null;
-    const notices = this.#record && isLive(this.#record.status) ? this.#messageNotices.nextDue() : null;
-    const due = [this.#calls.nextDue(), this.#presence.nextDue(), lifetime, notices].filter(
-      (t): t is number => t !== null,
-    );
-    if (due.length === 0) return;
-    const at = Math.min(...due);
-    if (this.#alarmAt !== null && this.#alarmAt <= at && this.#alarmAt > Date.now()) return;
-    this.#alarmAt = at;
-    this.ctx.storage.setAlarm(at).catch((err: unknown) => {
-      this.#alarmAt = null;
-      this.#log.error("could not set the alarm", { error: errorMessage(err) });
-    });
-  }
-
-  #requireRecord(): SessionRecord {
-    if (!this.#record) throw new SessionNotFoundError();
-    return this.#record;
-  }
-
-  #save(): void {
-    this.#store.saveRecord(this.#requireRecord());
-  }
-
-  #registry() {
-    return objects.hostRegistry(this.env);
-  }
-
-  /**
-   * The authority a droid has through its own socket, without a key: its session's project, the
-   * owner's token id (so what it starts is the owner's too).
-   */
-  #droidPrincipal(): CallerPrincipal {
-    const record = this.#requireRecord();
-    return { kind: "caller", tokenId: record.ownerTokenId, scopes: [`project:${record.projectId}`] };
-  }
-
-  #droidContext(access: "read" | "write") {
-    const record = this.#requireRecord();
-    return {
-      ...backgroundContext({
-        env: this.env,
-        principal: this.#droidPrincipal(),
-        access,
-        what: `act for the droid of session ${record.sessionId}`,
-        log: this.#log,
-      }),
-      viaSession: record.sessionId,
-    };
-  }
-
-  /** `session_message` from the droid: a child session, by the same path as `oubliette_session spawn`. */
-  async #droidSpawn(params: {
-    message: string;
-    workspace_id?: string | undefined;
-    create_workspace?: boolean | undefined;
-  }) {
-    const record = this.#requireRecord();
-    return toRpc(async () =>
-      spawnOrResume(
-        {
-          project_id: record.projectId,
-          ...(params.workspace_id !== undefined ? { workspace_id: params.workspace_id } : {}),
-          create_workspace: params.create_workspace ?? false,
-          new_session: true,
-          prompt: params.message,
-          source: `session:${record.sessionId}`,
-        },
-        this.#droidContext("write"),
-      ),
-    );
-  }
-
-  /** `session_events` from the droid: its own session's events, with its children's. */
-  async #droidEvents(params: {
-    since_index: number;
-    limit: number;
-    include_children: boolean;
-    children_since: Record<string, number>;
-  }) {
-    const ctx = this.#droidContext("read");
-    const own = await toRpc(async () =>
-      unwrap(
-        (await this.readEvents(
-          ctx.principal,
-          params.since_index,
-          params.limit,
-          null,
-          0,
-        )) as Result<EventsPage>,
-      ),
-    );
-    if (!params.include_children) return own;
-    return withChildEvents(ctx, this.#requireRecord().sessionId, own, {
-      limit: params.limit,
-      childrenSince: params.children_since,
-      via: null,
-    });
-  }
-
-  /** The caller principal of a droid's API key, checked on every use (-32001 when it is not one). */
-  /**
-   * The principal of the key the droid lists its tools with. A refused key leaves the droid
-   * without Oubliette's tools: the session's subscribers are told, once per refusal streak.
-   */
-  async #listingPrincipal(apiKey: string): Promise<CallerPrincipal> {
-    try {
-      const principal = await this.#keyPrincipal(apiKey);
-      this.#keyRefusalTold = false;
-      return principal;
-    } catch (err) {
-      if (!this.#keyRefusalTold && this.#record && isLive(this.#record.status)) {
-        this.#keyRefusalTold = true;
-        this.#events.emit({
-          type: "system",
-          subtype: "oubliette_key_refused",
-          message:
-            "the droid's API key (OUBLIETTE_API_KEY) was refused (invalid, expired or revoked): it has no Oubliette tools",
-        });
-      }
-      throw err;
-    }
-  }
-
-  async #keyPrincipal(apiKey: string): Promise<CallerPrincipal> {
-    const principal = await authenticate(this.env, apiKey);
-    if (principal?.kind !== "caller")
-      throw new RpcError(RpcErrorCode.InvalidApiKey, "invalid or expired API key");
-    return principal;
-  }
-
-  /**
-   * A usage report of the host's model proxy (totals: an older or repeated one changes nothing).
-   * Each new total becomes a `usage` event; a refused model request (the budget is spent) says why.
-   */
-  #usage(report: SessionUsageParams): void {
-    const record = this.#requireRecord();
-    const { refused, ...totals } = report;
-    const known = record.usage;
-    const newer = !known || totals.requests > known.requests || totals.cost_usd > known.cost_usd;
-    if (newer) {
-      record.usage = totals;
-      this.#save();
-      this.#events.emit({ type: "usage", ...totals });
-    }
-    if (refused !== undefined) this.#events.emit({ type: "error", message: refused });
-  }
-
-  /** Agent events from the runner (via the host), idempotent by seq; returns the highest seq stored. */
-  #agentEvents(events: AgentEvent[]): number {
-    const record = this.#requireRecord();
-    let ending: [SessionStatus & ("exited" | "failed"), string] | null = null;
-    for (const { seq, ...event } of events) {
-      if (seq <= record.storedHostEventSeq) continue;
-      record.storedHostEventSeq = seq;
-      this.#lifetime.touch(Date.now());
-      this.#events.emit(event);
-      if (event.type === "completion") {
-        record.completedTurnSeq = Math.max(
-          record.completedTurnSeq,
-          event.message_seq ?? record.lastMessageSeq,
-        );
-        continue;
-      }
-      if (event.type !== "droid_status") continue;
-      if (event.status === "running" && record.status === "starting") {
-        record.status = "running";
-        this.#reportStatus(null);
-      } else if (event.status === "exited")
-        ending = ["exited", `the droid exited with code ${event.exit_code ?? "unknown"}`];
-      else if (event.status === "failed") ending = ["failed", event.message ?? "the droid failed"];
-    }
-    this.#save();
-    this.#scheduleAlarm();
-    this.#tellIdleWatchers();
-    // After the answer (which acknowledges the events to the runner) has gone out.
-    if (ending) {
-      const [status, reason] = ending;
-      setTimeout(() => void this.#finish(status, reason), 0);
-    }
-    return record.storedHostEventSeq;
-  }
-
-  #failStart(result: Result<unknown> & { ok: false }): Result<SessionInfo> {
-    const record = this.#requireRecord();
-    if (isLive(record.status)) {
-      record.status = "failed";
-      record.endedAt = new Date().toISOString();
-      this.#save();
-      this.#reportStatus(result.error.message);
-      this.#events.emit({ type: "session_ended", reason: result.error.message });
-    }
-    // A host that was placed but failed to start frees its place.
-    if (record.hostId) void this.#releaseHost(record.sessionId, result.error.message);
-    return { ok: false, error: result.error };
-  }
-
-  /**
-   * Ends the session's life (droid exited or failed, a caller ended it, its host was lost):
-   * waiting calls fail at once, the event is written, the tunnel and subscribers close, and the
-   * host is asked to stop the droid (unless the placement is already released). Idempotent.
-   */
-  async #finish(
-    status: Exclude<SessionStatus, "starting" | "running">,
-    reason: string,
-    options: { placementReleased?: boolean } = {},
-  ): Promise<void> {
-    const record = this.#requireRecord();
-    if (!isLive(record.status)) return;
-    record.status = status;
-    record.endedAt = new Date().toISOString();
-    this.#save();
-    this.#reportStatus(reason);
-    const why = status === "lost" ? "host_lost" : "session_ended";
-    this.#calls.failAll(failure(why, `session ${record.sessionId} ended: ${reason}`));
-    this.#events.emit({ type: "session_ended", reason });
-    this.#tellIdleWatchers();
-    if (record.issuedTokenId) await this.#revokeIssuedKey(record.issuedTokenId);
-    // Its children end with it (each ends its own, and so on down).
-    for (const childId of record.children ?? [])
-      this.ctx.waitUntil(
-        objects
-          .session(this.env, childId)
-          .terminate(`its parent session ${record.sessionId} ended: ${reason}`)
-          .catch((err: unknown) =>
-            this.#log.warn("could not end a child session", { child: childId, error: errorMessage(err) }),
-          ),
-      );
-    this.#tunnel.close(1000, "session ended");
-    this.#subscribers.closeAll(1000, "session ended");
-    if (record.hostId && !options.placementReleased) await this.#releaseHost(record.sessionId, reason);
-  }
-
-  /** The key issued for this session's droid ends with it. */
-  async #revokeIssuedKey(tokenId: string): Promise<void> {
-    try {
-      const revoked = await objects.tokens(this.env).revoke(tokenId);
-      if (!revoked.ok)
-        this.#log.warn("could not revoke the session's key", {
-          token: tokenId,
-          error: revoked.error.message,
-        });
-    } catch (err) {
-      this.#log.warn("could not revoke the session's key", { token: tokenId, error: errorMessage(err) });
-    }
-  }
-
-  async #releaseHost(sessionId: string, reason: string): Promise<void> {
-    try {
-      const stopped = await this.#registry().stopSession({ sessionId, reason });
-      if (!stopped.ok) this.#log.warn("the host did not confirm the stop", { error: stopped.error.message });
-    } catch (err) {
-      this.#log.warn("could not ask the host to stop the droid", { error: errorMessage(err) });
-    }
+  /** A reader of the session; the owner's MCP session follows it from here on. */
+  #reader(principal: CallerPrincipal, via: Via | null): void {
+    requireReader(this.#state.require(), principal);
+    this.#input.attach(principal, via);
   }
 
   /** An answer over a plain WebSocket: a mutating call outside the tools, so audited here. */
@@ -799,7 +421,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       at: Date.now(),
       token_id: input.principal.tokenId,
       action: "ws caller_tool_response",
-      target: this.#requireRecord().sessionId,
+      target: this.#state.require().sessionId,
       outcome: "ok",
     };
     try {
@@ -812,171 +434,8 @@ export class SessionDurableObject extends DurableObject<Env> {
         .audit(this.env)
         .record(entry)
         .catch((err: unknown) =>
-          this.#log.error("could not write the audit log", { error: errorMessage(err) }),
+          this.#state.log.error("could not write the audit log", { error: errorMessage(err) }),
         );
     }
-  }
-
-  /** Tells the schedules waiting for this session that it is idle (best effort: they re-ask at their next alarm). */
-  #tellIdleWatchers(): void {
-    const record = this.#requireRecord();
-    const watchers = record.idleWatchers ?? [];
-    if (watchers.length === 0 || (isLive(record.status) && this.#lifetime.busy())) return;
-    record.idleWatchers = [];
-    this.#save();
-    for (const scheduleId of watchers) {
-      objects
-        .schedule(this.env, scheduleId)
-        .sessionIdle(record.sessionId)
-        .catch((err: unknown) =>
-          this.#log.warn("could not tell a schedule the session is idle", {
-            schedule: scheduleId,
-            error: errorMessage(err),
-          }),
-        );
-    }
-  }
-
-  /** Tells the project's index the session's status (best effort: the project re-asks when it matters). */
-  #reportStatus(reason: string | null): void {
-    const record = this.#requireRecord();
-    objects
-      .project(this.env, record.projectId)
-      .sessionStatus({ sessionId: record.sessionId, status: record.status, reason })
-      .catch((err: unknown) =>
-        this.#log.warn("could not report the status to the project", { error: errorMessage(err) }),
-      );
-  }
-
-  #queueMessage(text: string): number {
-    const record = this.#requireRecord();
-    record.lastMessageSeq += 1;
-    this.#lifetime.touch(Date.now());
-    const seq = record.lastMessageSeq;
-    this.#store.queueMessage(seq, text, Date.now());
-    this.#save();
-    this.#events.emit({ type: "message_sent", seq, text });
-    this.#scheduleAlarm();
-    this.#tunnel.sendMessage(seq, text);
-    return seq;
-  }
-
-  #callerConfig(): CallerToolsConfig {
-    const record = this.#requireRecord();
-    return {
-      caller_id: record.callerId,
-      tools: record.callerTools,
-      timeout_ms: record.callerTimeoutMs,
-      backstop_ms: record.callerTimeoutMs + config(this.env).reconnectBudgetMs,
-    };
-  }
-
-  /** Subscribes the owner's MCP session to this session's events. */
-  #attach(principal: CallerPrincipal, via: Via | null): void {
-    if (!via || principal.tokenId !== this.#requireRecord().ownerTokenId) return;
-    this.#presence.attachMcp(via);
-  }
-
-  #info(): SessionInfo {
-    const r = this.#requireRecord();
-    return {
-      session_id: r.sessionId,
-      project_id: r.projectId,
-      workspace_id: r.workspaceId,
-      status: r.status,
-      host_id: r.hostId,
-      runtime: r.runtime,
-      parent_session_id: r.parentId ?? null,
-      depth: r.depth ?? 0,
-      children: r.children ?? [],
-      agent: r.agent?.runtime ?? "scripted",
-      model: r.agent?.model ?? null,
-      usage: r.usage ?? null,
-      max_cost_usd: r.agent?.max_cost_usd ?? null,
-      caller_id: r.callerId,
-      caller_tools: r.callerTools.map((t) => t.name),
-      caller_timeout_ms: r.callerTimeoutMs,
-      caller_presence: r.callerPresence,
-      ...this.#openRequests(),
-      busy: this.#lifetime.busy(),
-      idle_timeout_seconds: Math.round(r.idleTimeoutMs / 1000),
-      max_lifetime_seconds: Math.round(r.maxLifetimeMs / 1000),
-      next_index: this.#events.nextIndex,
-      created_at: r.createdAt,
-      ended_at: r.endedAt,
-    };
-  }
-
-  #eventsPage(sinceIndex: number, limit: number): EventsPage {
-    const events = this.#events.read(sinceIndex, limit);
-    const last = events.at(-1);
-    const next = last ? last.index + 1 : Math.min(sinceIndex, this.#events.nextIndex);
-    return {
-      events: events as Record<string, unknown>[],
-      next_index: next,
-      status: this.#requireRecord().status,
-    };
-  }
-
-  /** The waiting calls as a caller sees them (the first MAX_LISTED_REQUESTS) and their count. */
-  #openRequests(): Pick<SessionInfo, "pending_caller_requests" | "open_requests"> {
-    return {
-      pending_caller_requests: this.#store.countWaiting(),
-      open_requests: this.#store.waitingCalls(MAX_LISTED_REQUESTS).map((call) => ({
-        request_id: call.callId,
-        tool: call.tool,
-        arguments: call.arguments,
-        deadline: new Date(call.deadline).toISOString(),
-      })),
-    };
-  }
-
-  /** The owner chose what the caller's absence does to waiting calls. */
-  #setCallerPresence(principal: CallerPrincipal, presence: CallerPresence): void {
-    const record = this.#requireOwner(principal, "choose caller_presence for");
-    if (presence === record.callerPresence) return;
-    record.callerPresence = presence;
-    this.#save();
-    this.#log.info("caller presence changed", { caller_presence: record.callerPresence });
-    // Back to `stream`: calls of a caller that is gone fail now (or when its grace period ends).
-    this.#presence.check(Date.now());
-    this.#scheduleAlarm();
-  }
-
-  #requireOwner(principal: CallerPrincipal, what: string): SessionRecord {
-    const record = this.#requireWriter(principal, what);
-    if (principal.tokenId !== record.ownerTokenId) {
-      this.#log.warn("refused a non-owner", { token: principal.tokenId, action: what });
-      throw new NotOwnerError(record, what);
-    }
-    return record;
-  }
-
-  /**
-   * Readers and writers: the session's project is checked against the principal's scopes on
-   * every access (a token scoped to another project, or read-only, is refused even if it owns
-   * the session).
-   */
-  #requireReader(principal: CallerPrincipal): SessionRecord {
-    const record = this.#requireRecord();
-    requireAccess(principal, "read", project(record.projectId), `read session ${record.sessionId}`);
-    return record;
-  }
-
-  #requireWriter(principal: CallerPrincipal, what: string): SessionRecord {
-    const record = this.#requireRecord();
-    requireAccess(principal, "write", project(record.projectId), `${what} session ${record.sessionId}`);
-    return record;
-  }
-}
-
-/** Runs work for the droid's socket: an AppError becomes an RpcError the droid can read (-32000, its code as the reason). */
-async function toRpc<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof AppError)
-      throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: err.code });
-    throw err;
   }
 }

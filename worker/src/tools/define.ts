@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Access, Target } from "../auth/scopes.js";
-import type { ToolContext } from "./context.js";
+import type { ToolContext } from "../flows/context.js";
+import type { Timing } from "../jobs/timing.js";
 
 /**
  * A tool is defined once: input schema, description, and per action its access level, target,
@@ -8,18 +9,6 @@ import type { ToolContext } from "./context.js";
  * permission check (`auth/access.ts`), the dispatch, the README's tool table and the permission
  * matrix test all derive from this definition.
  */
-
-/**
- * How long an action takes, and so how a call of it is answered (seeds/004; bounds in
- * `jobs/timing.ts`). Every class but `sync` runs as a job (the `job` tool reads it):
- * - sync: the call answers the handler's result;
- * - async_short / async_medium: the call waits for the job up to its bound (30 s / 120 s), then
- *   answers the result, or `{job_id, status: "running"}` when the work goes on;
- * - async_long: the call answers `{job_id}` at once;
- * - fire_and_forget: the call answers `{job_id, status: "accepted"}` at once; nobody is expected
- *   to wait, but a failure is kept (`job list status=failed`).
- */
-export type Timing = "sync" | "async_short" | "async_medium" | "async_long" | "fire_and_forget";
 
 export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unknown> {
   description: string;

@@ -1,13 +1,13 @@
 import type { z } from "zod";
 import { audit } from "../audit/audit.js";
-import { can, requireAccess, resourceOf } from "../auth/access.js";
+import { can, resourceOf } from "../auth/access.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
-import { AppError } from "../errors.js";
+import type { McpOrigin } from "../flows/context.js";
+import { runAction } from "../flows/run-action.js";
 import { callAsJob, JOB_ID_META, type JobOutcomeAnswer } from "../jobs/call-as-job.js";
 import type { JobInfo } from "../jobs/job-record.js";
-import { errorMessage, type Log } from "../log.js";
-import type { McpOrigin, ToolContext } from "./context.js";
+import type { Log } from "../log.js";
 import { actionLabel } from "./define.js";
 import type { ToolRegistry } from "./registry.js";
 
@@ -164,50 +164,23 @@ export async function callTool(
     });
     return "task" in answer ? new JobTask(answer.task) : jobResult(answer);
   }
-  let auditTarget = projectId ?? (typeof args.session_id === "string" ? args.session_id : null);
-  const ctx: ToolContext = {
-    env: call.env,
-    principal: call.principal,
-    mcp: call.mcp,
-    log: call.log,
-    authorizeProject(project) {
-      requireAccess(call.principal, access, resourceOf(target, project), `use ${label}`);
-    },
-    auditTarget(value) {
-      auditTarget = value;
-    },
-    ...(call.viaSession !== undefined ? { viaSession: call.viaSession } : {}),
-    signal: call.signal,
-  };
-  const record = (outcome: string) => {
-    if (access === "read") return;
-    audit(
-      call.env,
-      {
-        token_id: call.principal.tokenId,
-        action: label,
-        target: auditTarget,
-        outcome,
-        via_session: call.viaSession ?? null,
-      },
-      call.waitUntil,
-      call.log,
-    );
-  };
   const run = async (): Promise<CallToolResult> => {
-    try {
-      const result = toolResult(await def.handler(args, ctx));
-      record("ok");
-      return result;
-    } catch (err) {
-      if (err instanceof AppError) {
-        record(err.code);
-        return toolError(err.message, err.code);
-      }
-      record("internal");
-      call.log.error("tool failed", { tool: label, error: errorMessage(err) });
-      return toolError(`Internal error in ${label}`, "internal");
-    }
+    const outcome = await runAction({
+      env: call.env,
+      principal: call.principal,
+      log: call.log,
+      label,
+      access,
+      target,
+      auditTarget: projectId ?? (typeof args.session_id === "string" ? args.session_id : null),
+      mcp: call.mcp,
+      signal: call.signal,
+      viaSession: call.viaSession ?? null,
+      defer: call.waitUntil,
+      failureLog: "tool failed",
+      handler: (ctx) => def.handler(args, ctx),
+    });
+    return outcome.ok ? toolResult(outcome.value) : toolError(outcome.error.message, outcome.error.code);
   };
   if (def.timing === "fire_and_forget") {
     call.waitUntil(run());

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { visibleProjects } from "../auth/access.js";
 import { unwrap } from "../errors.js";
+import type { ToolContext } from "../flows/context.js";
 import { mayUseJob, requireJobAccess } from "../jobs/job-access.js";
 import { JobIdSchema, type JobInfo, JobStatusSchema } from "../jobs/job-record.js";
 import { waitForJob } from "../jobs/wait-for-job.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema } from "../projects/project-config.js";
-import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_JOB, EXAMPLE_PROJECT } from "./examples.js";
 

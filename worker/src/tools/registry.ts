@@ -1,6 +1,6 @@
 import type { z } from "zod";
-import { describeTiming } from "../jobs/timing.js";
-import type { ActionDefinition, Timing, ToolDefinition } from "./define.js";
+import { describeTiming, type Timing } from "../jobs/timing.js";
+import type { ActionDefinition, ToolDefinition } from "./define.js";
 import { argumentsSchema } from "./define.js";
 import { mcpInputSchema, type ObjectJsonSchema } from "./json-schema.js";
 

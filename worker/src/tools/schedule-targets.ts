@@ -1,7 +1,7 @@
 import { AppError, unwrap } from "../errors.js";
+import type { ToolContext } from "../flows/context.js";
 import { objects } from "../objects/keys.js";
 import { type ScheduleTarget, targetKey } from "../schedules/schedule-record.js";
-import type { ToolContext } from "./context.js";
 
 /** Targets one schedule may have. */
 export const MAX_TARGETS = 20;

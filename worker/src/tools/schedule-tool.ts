@@ -2,6 +2,8 @@ import { z } from "zod";
 import { visibleProjects } from "../auth/access.js";
 import { randomHex } from "../auth/digest.js";
 import { AppError, type Result, unwrap } from "../errors.js";
+import type { ToolContext } from "../flows/context.js";
+import { requireFits } from "../flows/session-spawn.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import { DEFAULT_TIMEZONE, requireValidCron } from "../schedules/cron.js";
@@ -13,11 +15,9 @@ import {
   SESSION_BEHAVIORS,
 } from "../schedules/schedule-record.js";
 import { HISTORY_LIMIT } from "../schedules/schedule-store.js";
-import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SCHEDULE } from "./examples.js";
 import { checkedTargets, MAX_TARGETS } from "./schedule-targets.js";
-import { requireFits } from "./session-spawn.js";
 
 const ScheduleIdSchema = z
   .string()

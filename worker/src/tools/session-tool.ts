@@ -3,14 +3,20 @@ import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
 import { CallerIdSchema, CallerToolDeclarationSchema } from "../../../protocol/caller-tools.js";
 import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
 import { AppError, unwrap } from "../errors.js";
+import { withChildEvents } from "../flows/child-events.js";
+import {
+  callerDeclaration,
+  requireFits,
+  sessionStub,
+  settled,
+  spawnOrResume,
+} from "../flows/session-spawn.js";
+import { waitForEvents } from "../flows/wait-for-events.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import { CALLER_PRESENCE } from "../session/types.js";
-import { withChildEvents } from "./child-events.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
-import { callerDeclaration, requireFits, sessionStub, settled, spawnOrResume } from "./session-spawn.js";
-import { waitForEvents } from "./wait-for-events.js";
 
 const SessionIdSchema = SessionIdFormat.describe("Session id returned by spawn.");
 

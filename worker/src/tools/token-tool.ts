@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { type Scope, ScopeSchema, scopeProject } from "../auth/scopes.js";
 import { AppError, unwrap } from "../errors.js";
+import type { ToolContext } from "../flows/context.js";
 import { oauthStorage } from "../oauth/authorization-server.js";
 import { revokeGrantTokens } from "../oauth/revoke.js";
 import { objects } from "../objects/keys.js";
 import { mintToken } from "../tokens/mint.js";
 import { GRANT_PREFIX, grantInfo } from "../tokens/token-directory-do.js";
-import type { ToolContext } from "./context.js";
 import { action, defineActionTool } from "./define.js";
 
 /** When an expiry given in hours falls (epoch ms), or null for none. */

@@ -1,7 +1,7 @@
 import type { CallerPrincipal } from "../../auth/tokens.js";
 import type { Env } from "../../env.js";
+import type { McpOrigin } from "../../flows/context.js";
 import type { Log } from "../../log.js";
-import type { McpOrigin } from "../../tools/context.js";
 import type { ClientCapabilities, RequestEnvelope } from "./envelope.js";
 
 /** What a stateless method handler gets: the request, who sent it, and how to report progress. */

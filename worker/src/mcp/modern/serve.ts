@@ -1,9 +1,9 @@
 import { clip } from "../../../../protocol/rpc/errors.js";
 import type { CallerPrincipal } from "../../auth/tokens.js";
 import { config, type Env } from "../../env.js";
+import type { McpOrigin } from "../../flows/context.js";
 import { errorMessage, type Log } from "../../log.js";
 import { SSE_HEADERS, type SseStream } from "../../streams/sse.js";
-import type { McpOrigin } from "../../tools/context.js";
 import { jsonReply, McpErrorCode, RpcError, toResponse } from "../json-rpc.js";
 import { PostReply } from "../post-reply.js";
 import { SERVER_INFO } from "../server-info.js";
