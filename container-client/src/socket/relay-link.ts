@@ -8,12 +8,11 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
-import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import { ResumableCalls } from "../../../lib/rpc/resumable-calls.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import { checkSize } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import { CANCELLED } from "../../../protocol/rpc/messages.js";
 import {
   CallerToolResultSchema,
   CallerToolsConfigParamsSchema,
@@ -43,12 +42,8 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-interface InFlight {
-  tool: string;
-  arguments: JsonObject;
-  resolve(result: JsonValue): void;
-  reject(error: RelayCallError): void;
-}
+/** How a caller tool call ends here: the caller's result, or why there is none. */
+type Outcome = { ok: true; result: JsonValue } | { ok: false; error: RelayCallError };
 
 function formatSeconds(ms: number): string {
   return `${Number((ms / 1000).toFixed(1))} s`;
@@ -57,14 +52,28 @@ function formatSeconds(ms: number): string {
 export class RelayLink {
   readonly #log: Logger;
   readonly #session: SocketSession;
-  readonly #calls = new Map<string, InFlight>();
-  /** Cancellations that could not be sent yet (no connection). */
-  readonly #cancels = new Map<string, string>();
+  readonly #calls: ResumableCalls<Outcome>;
   #rejected: string | null = null;
   #closed = false;
 
   constructor(options: RelayLinkOptions) {
     this.#log = options.logger.child({ component: "relay-link" });
+    this.#calls = new ResumableCalls<Outcome>({
+      method: SocketMethod.callerTool,
+      peer: () => this.#session.peer,
+      answered: (result) => {
+        const parsed = CallerToolResultSchema.safeParse(result);
+        return parsed.success
+          ? { ok: true, result: parsed.data }
+          : failed("rpc_error", "the host-agent sent a result that is not JSON");
+      },
+      refused: (err) =>
+        err instanceof RpcError
+          ? failed("rpc_error", err.message, err.code, err.data)
+          : failed("rpc_error", String(err)),
+      // With no host-agent for a long time, the oldest cancellations are the least useful.
+      maxQueuedCancels: 1_000,
+    });
     this.#session = new SocketSession({
       socketPath: options.socketPath,
       logger: this.#log,
@@ -83,18 +92,15 @@ export class RelayLink {
         return legacy.success;
       },
       connected: (peer) => {
-        this.#resend(peer);
+        this.#calls.resend(peer);
         options.onConnected?.();
       },
       rejected: (message) => {
         this.#rejected = message;
         options.onRejected?.(message);
-        for (const [callId, call] of [...this.#calls]) {
-          this.#calls.delete(callId);
-          call.reject(
-            new RelayCallError("not_connected", `the host-agent rejected the session token: ${message}`),
-          );
-        }
+        this.#calls.settleAll(() =>
+          failed("not_connected", `the host-agent rejected the session token: ${message}`),
+        );
       },
     });
   }
@@ -123,109 +129,60 @@ export class RelayLink {
   }
 
   /** Runs one caller tool; resolves with the caller's result or rejects with a RelayCallError. */
-  callerTool(tool: string, args: JsonObject, options: CallOptions): Promise<JsonValue> {
-    if (this.#closed)
-      return Promise.reject(new RelayCallError("closed", "the container-client is shutting down"));
+  async callerTool(tool: string, args: JsonObject, options: CallOptions): Promise<JsonValue> {
+    if (this.#closed) throw new RelayCallError("closed", "the container-client is shutting down");
     if (this.#rejected !== null) {
-      return Promise.reject(
-        new RelayCallError("not_connected", `the host-agent rejected the session token: ${this.#rejected}`),
+      throw new RelayCallError(
+        "not_connected",
+        `the host-agent rejected the session token: ${this.#rejected}`,
       );
     }
     const tooLarge = checkSize("arguments", args);
-    if (tooLarge) return Promise.reject(new RelayCallError("too_large", tooLarge.message));
-    const { signal } = options;
-    if (signal?.aborted) return Promise.reject(new RelayCallError("cancelled", "the call was cancelled"));
+    if (tooLarge) throw new RelayCallError("too_large", tooLarge.message);
     const callId = randomUUID();
-    return new Promise((resolve, reject) => {
-      const finish = () => {
-        clearTimeout(backstop);
-        signal?.removeEventListener("abort", onAbort);
-        this.#calls.delete(callId);
-      };
-      const onAbort = () => {
-        finish();
-        this.#cancel(callId, "the droid cancelled the call");
-        reject(new RelayCallError("cancelled", "the call was cancelled"));
-      };
-      const backstop = setTimeout(() => {
-        finish();
-        const message = `no answer from the host-agent within ${formatSeconds(options.backstopMs)} (the caller's deadline plus the reconnect budget)`;
-        this.#log.warn({ call_id: callId, tool }, "caller tool call hit the container-client backstop");
-        this.#cancel(callId, message);
-        reject(
-          new RelayCallError("timeout", message, RpcErrorCode.ServerError, { reason: "host_unreachable" }),
-        );
-      }, options.backstopMs);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      const call: InFlight = {
-        tool,
-        arguments: args,
-        resolve: (result) => {
-          finish();
-          resolve(result);
+    const { signal } = options;
+    const outcome = await this.#calls.call(
+      callId,
+      { call_id: callId, tool, arguments: args },
+      {
+        ...(signal && {
+          abort: {
+            signal,
+            cancel: () => ({
+              outcome: failed("cancelled", "the call was cancelled"),
+              reason: "the droid cancelled the call",
+            }),
+          },
+        }),
+        backstop: {
+          ms: options.backstopMs,
+          cancel: () => {
+            const message = `no answer from the host-agent within ${formatSeconds(options.backstopMs)} (the caller's deadline plus the reconnect budget)`;
+            this.#log.warn({ call_id: callId, tool }, "caller tool call hit the container-client backstop");
+            return {
+              outcome: failed("timeout", message, RpcErrorCode.ServerError, { reason: "host_unreachable" }),
+              reason: message,
+            };
+          },
         },
-        reject: (error) => {
-          finish();
-          reject(error);
-        },
-      };
-      this.#calls.set(callId, call);
-      const peer = this.#session.peer;
-      if (peer) this.#send(peer, callId, call);
-    });
+      },
+    );
+    if (!outcome.ok) throw outcome.error;
+    return outcome.result;
   }
 
   /** Stops reconnecting, closes the socket and fails every waiting call with `closed`. */
   async close(): Promise<void> {
     this.#closed = true;
-    const peer = this.#session.peer;
-    for (const [callId, call] of [...this.#calls]) {
-      // Nobody will wait for these any more: say so, so the caller is not told "delivered".
-      peer?.notify(CANCELLED, { requestId: callId, reason: "the droid's MCP client shut down" });
-      call.reject(new RelayCallError("closed", "the container-client is shutting down"));
-    }
+    // Nobody will wait for these any more: say so, so the caller is not told "delivered".
+    this.#calls.settleAll(
+      () => failed("closed", "the container-client is shutting down"),
+      "the droid's MCP client shut down",
+    );
     await this.#session.close();
   }
+}
 
-  #resend(peer: RpcPeer): void {
-    for (const [callId, reason] of this.#cancels) {
-      if (peer.notify(CANCELLED, { requestId: callId, reason })) this.#cancels.delete(callId);
-    }
-    for (const [callId, call] of this.#calls) this.#send(peer, callId, call);
-  }
-
-  #send(peer: RpcPeer, callId: string, call: InFlight): void {
-    peer
-      .request(
-        SocketMethod.callerTool,
-        { call_id: callId, tool: call.tool, arguments: call.arguments },
-        { id: callId },
-      )
-      .then(
-        (result) => {
-          if (this.#calls.get(callId) !== call) return;
-          const parsed = CallerToolResultSchema.safeParse(result);
-          if (parsed.success) call.resolve(parsed.data);
-          else call.reject(new RelayCallError("rpc_error", "the host-agent sent a result that is not JSON"));
-        },
-        (err: unknown) => {
-          if (this.#calls.get(callId) !== call) return;
-          if (!(err instanceof RpcError)) {
-            call.reject(new RelayCallError("rpc_error", String(err)));
-            return;
-          }
-          // The connection dropped: the call stays in flight and is re-sent on the next one.
-          if (err.code === RpcErrorCode.ConnectionClosed) return;
-          call.reject(new RelayCallError("rpc_error", err.message, err.code, err.data));
-        },
-      );
-  }
-
-  #cancel(callId: string, reason: string): void {
-    const peer = this.#session.peer;
-    if (peer?.notify(CANCELLED, { requestId: callId, reason })) return;
-    this.#cancels.set(callId, reason);
-    // Bounded: with no host-agent for a long time, the oldest cancellations are the least useful.
-    if (this.#cancels.size > 1_000) this.#cancels.delete(this.#cancels.keys().next().value ?? "");
-  }
+function failed(...args: ConstructorParameters<typeof RelayCallError>): Outcome {
+  return { ok: false, error: new RelayCallError(...args) };
 }

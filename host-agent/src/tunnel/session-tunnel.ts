@@ -1,5 +1,6 @@
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import { ResumableCalls } from "../../../lib/rpc/resumable-calls.js";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import { batchEvents, MAX_EVENTS_PER_BATCH } from "../../../protocol/agent-events.js";
 import {
@@ -7,10 +8,9 @@ import {
   type CallerToolsConfig,
   rpcErrorToOutcome,
 } from "../../../protocol/caller-tools.js";
-import type { JsonObject } from "../../../protocol/json.js";
+import { type JsonObject, JsonValueSchema } from "../../../protocol/json.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import { CANCELLED } from "../../../protocol/rpc/messages.js";
 import {
   DroidInterruptParamsSchema,
   DroidMessageParamsSchema,
@@ -49,13 +49,6 @@ export interface SessionTunnelOptions {
   onStoredUsage(usage: UsageTotals | undefined, budgetUsd: number | undefined): void;
 }
 
-interface Call {
-  tool: string;
-  arguments: JsonObject;
-  promise: Promise<CallerToolOutcome>;
-  resolve(outcome: CallerToolOutcome): void;
-}
-
 /** Most agent events queued for the session object; more output is dropped (and said so). */
 const MAX_QUEUED_EVENTS = 20_000;
 const HELLO_TIMEOUT_MS = 15_000;
@@ -81,8 +74,7 @@ export class SessionTunnel {
   /** The latest usage report, re-sent after every reconnect (totals: repeating one is harmless). */
   #usage: SessionUsageParams | null = null;
   readonly #link: TunnelLink;
-  readonly #calls = new Map<string, Call>();
-  readonly #cancels = new Map<string, string>();
+  readonly #calls: ResumableCalls<CallerToolOutcome>;
   #events: AgentEvent[] = [];
   #storedSeq = 0;
   #droppedEvents = 0;
@@ -93,6 +85,15 @@ export class SessionTunnel {
 
   constructor(options: SessionTunnelOptions) {
     this.#o = options;
+    this.#calls = new ResumableCalls<CallerToolOutcome>({
+      method: TunnelMethod.callerTool,
+      peer: () => this.#ready,
+      answered: (result) => ({ ok: true, result: JsonValueSchema.parse(result) }),
+      refused: (err) =>
+        rpcErrorToOutcome(
+          err instanceof RpcError ? err.toErrorObject() : { code: -32603, message: String(err) },
+        ),
+    });
     const url = new URL(
       `/v1/tunnel/sessions/${encodeURIComponent(options.sessionId)}`,
       toWs(options.workerUrl),
@@ -128,26 +129,15 @@ export class SessionTunnel {
 
   /** Relays one caller tool call; resolves with its outcome however many reconnects it takes. */
   callerTool(callId: string, tool: string, args: JsonObject): Promise<CallerToolOutcome> {
-    const known = this.#calls.get(callId);
-    if (known) return known.promise;
-    let resolve!: (outcome: CallerToolOutcome) => void;
-    const promise = new Promise<CallerToolOutcome>((r) => {
-      resolve = r;
-    });
-    const call: Call = { tool, arguments: args, promise, resolve };
-    this.#calls.set(callId, call);
-    this.#cancels.delete(callId);
-    if (this.#ready) this.#request(this.#ready, callId, call);
-    return promise;
+    return this.#calls.call(callId, { call_id: callId, tool, arguments: args });
   }
 
   /** Nobody waits for `callId` any more: tell the session object (now, or after the next reconnect). */
   cancel(callId: string, reason: string): void {
-    const call = this.#calls.get(callId);
-    this.#calls.delete(callId);
-    call?.resolve({ ok: false, error: { reason: "cancelled", message: reason } });
-    this.#cancels.set(callId, reason);
-    if (this.#ready) this.#sendCancels(this.#ready);
+    this.#calls.cancel(callId, {
+      outcome: { ok: false, error: { reason: "cancelled", message: reason } },
+      reason,
+    });
   }
 
   /** Queues agent events (from the runner) for the session object, in seq order. */
@@ -193,8 +183,7 @@ export class SessionTunnel {
 
   /** Fails every waiting call (the session is over on this host). */
   failPending(outcome: CallerToolOutcome): void {
-    for (const call of this.#calls.values()) call.resolve(outcome);
-    this.#calls.clear();
+    this.#calls.settleAll(() => outcome);
   }
 
   close(): void {
@@ -280,40 +269,9 @@ export class SessionTunnel {
     this.#o.onStoredUsage(hello.data.usage, hello.data.max_cost_usd);
     this.#o.onReady?.();
     if (this.#usage) peer.notify(TunnelMethod.sessionUsage, this.#usage);
-    this.#sendCancels(peer);
-    for (const [callId, call] of this.#calls) this.#request(peer, callId, call);
+    this.#calls.resend(peer);
     if (this.#ending) void this.#sendEnd(peer);
     void this.#pump();
-  }
-
-  #request(peer: RpcPeer, callId: string, call: Call): void {
-    peer
-      .request(
-        TunnelMethod.callerTool,
-        { call_id: callId, tool: call.tool, arguments: call.arguments },
-        { id: callId },
-      )
-      .then(
-        (result) => this.#settle(callId, call, { ok: true, result: result as never }),
-        (err: unknown) => {
-          if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return; // re-sent on reconnect
-          const error =
-            err instanceof RpcError ? err.toErrorObject() : { code: -32603, message: String(err) };
-          this.#settle(callId, call, rpcErrorToOutcome(error));
-        },
-      );
-  }
-
-  #settle(callId: string, call: Call, outcome: CallerToolOutcome): void {
-    if (this.#calls.get(callId) !== call) return;
-    this.#calls.delete(callId);
-    call.resolve(outcome);
-  }
-
-  #sendCancels(peer: RpcPeer): void {
-    for (const [callId, reason] of this.#cancels) {
-      if (peer.notify(CANCELLED, { requestId: callId, reason })) this.#cancels.delete(callId);
-    }
   }
 
   async #sendEnd(peer: RpcPeer): Promise<void> {
