@@ -3,8 +3,14 @@ import type { Access } from "../auth/scopes.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import type { Log } from "../log.js";
-import type { ProgressUpdate } from "../mcp/post-reply.js";
 import type { Via } from "../session/types.js";
+
+/** How far a call that waits has come (an MCP progress notification's fields). */
+export interface ProgressUpdate {
+  progress: number;
+  total?: number;
+  message: string;
+}
 
 /** The MCP request a tool call came through. */
 export interface McpOrigin {

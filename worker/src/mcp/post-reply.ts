@@ -1,13 +1,10 @@
 import type { ProgressToken } from "@modelcontextprotocol/sdk/types.js";
+import type { ProgressUpdate } from "../flows/context.js";
 import { SseStream } from "../streams/sse.js";
 import { type HttpReply, jsonReply } from "./json-rpc.js";
 
 /** What a handler that waits reports between its slices of waiting. */
-export interface ProgressUpdate {
-  progress: number;
-  total?: number;
-  message: string;
-}
+export type { ProgressUpdate };
 
 /**
  * How one POST /mcp is answered. JSON, unless a handler reports progress while the client
