@@ -2,11 +2,13 @@
  * Bundles the Node programs with esbuild:
  * - dist/container-client.mjs and dist/scripted-droid.mjs are self-contained (they go into the
  *   droid image, which has no node_modules);
- * - dist/host-agent.mjs keeps its npm packages external (it runs beside node_modules).
+ * - dist/host-agent.mjs bundles its npm packages too, less the parts of dockerode's tree it never
+ *   uses (ssh:// engines, BuildKit sessions: ssh2 and gRPC), which would cost it ~15 MiB of
+ *   memory just by being loaded; a use of them fails with an error saying so.
  * The Worker is bundled by wrangler, not here.
  */
 import { fileURLToPath } from "node:url";
-import { type BuildOptions, build } from "esbuild";
+import { type BuildOptions, build, type Plugin } from "esbuild";
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 export const distDir = `${repoRoot}dist`;
@@ -30,6 +32,29 @@ const common: BuildOptions = {
   },
 };
 
+/** Packages the host-agent never uses that its dependencies load; stubbed in its bundle. */
+const UNUSED_BY_HOST_AGENT = ["ssh2", "@grpc/grpc-js", "@grpc/proto-loader"];
+
+/**
+ * Resolves each unused package to a stub whose every export is a function that throws when
+ * called or constructed (dependencies read them at load time, and only use them on paths the
+ * host-agent never takes).
+ */
+const leaveOut: Plugin = {
+  name: "leave-out-unused",
+  setup(b) {
+    const filter = new RegExp(
+      `^(${UNUSED_BY_HOST_AGENT.map((p) => p.replace(/[/@.-]/g, "\\$&")).join("|")})$`,
+    );
+    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: "left-out" }));
+    b.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
+      loader: "js",
+      contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is not in the host-agent bundle: ssh:// Docker engines and BuildKit sessions are not supported`)}); };
+module.exports = new Proxy({}, { get: (_, key) => (key === "__esModule" ? undefined : new Proxy(fail, { construct: fail })) });`,
+    }));
+  },
+};
+
 /** Builds every bundle; returns their paths. */
 export async function buildAll(): Promise<typeof bundles> {
   await Promise.all([
@@ -47,7 +72,9 @@ export async function buildAll(): Promise<typeof bundles> {
       ...common,
       entryPoints: [`${repoRoot}host-agent/src/main.ts`],
       outfile: bundles.hostAgent,
-      packages: "external",
+      plugins: [leaveOut],
+      // ws loads these native speed-ups when present; it works without them.
+      external: ["bufferutil", "utf-8-validate"],
     }),
   ]);
   return bundles;
