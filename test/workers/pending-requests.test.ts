@@ -135,7 +135,12 @@ describe("pending requests", () => {
       sql.exec("INSERT INTO calls VALUES ('old', 'lookup', 123, 'waiting', NULL, NULL)");
       const store = new PendingStore(sql, "legacy", Outcome);
       store.adopt("calls", { id: "call_id", subject: "tool", payload: "arguments" });
-      expect(store.find("old")).toMatchObject({ subject: "lookup", deadline: 123, state: "waiting", payload: {} });
+      expect(store.find("old")).toMatchObject({
+        subject: "lookup",
+        deadline: 123,
+        state: "waiting",
+        payload: {},
+      });
       const tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'calls'");
       expect(tables.toArray()).toEqual([]);
       // Adopting again (the next start) finds nothing to move.
