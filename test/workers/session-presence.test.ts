@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { z } from "zod";
+import { decodeRecord } from "../../worker/src/objects/stored-record.js";
+import { SESSION_RECORD } from "../../worker/src/session/session-record-format.js";
 import { freezeClock } from "./support/clock.js";
 import { disconnectAll } from "./support/fake-host.js";
 import { initialize, mcpFetch } from "./support/mcp.js";
@@ -25,7 +26,7 @@ async function mcpAttachedSession() {
 function storedRecord(stub: ReturnType<typeof sessionStub>) {
   return runInDurableObject(stub, (_, state) => {
     const row = state.storage.sql.exec("SELECT v FROM meta WHERE k = 'session'").one();
-    return z.object({ plainDroppedAt: z.number().nullable() }).parse(JSON.parse(String(row.v)));
+    return decodeRecord(SESSION_RECORD, String(row.v));
   });
 }
 

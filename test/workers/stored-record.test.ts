@@ -8,6 +8,8 @@ import { z } from "zod";
 import { AppError } from "../../worker/src/errors.js";
 import { JOB_RECORD } from "../../worker/src/jobs/job-record.js";
 import { decodeRecord, encodeRecord, type RecordFormat } from "../../worker/src/objects/stored-record.js";
+import { RUN_ENTRY, SCHEDULE_RECORD } from "../../worker/src/schedules/schedule-formats.js";
+import { SESSION_RECORD } from "../../worker/src/session/session-record-format.js";
 
 const Thing = z.object({ name: z.string(), size: z.number() });
 const THING: RecordFormat<typeof Thing> = {
@@ -72,6 +74,91 @@ describe("decodeRecord", () => {
     expect(decodeRecord(JOB_RECORD, JSON.stringify(bare))).toEqual(bare);
     expect(() => decodeRecord(JOB_RECORD, JSON.stringify({ ...bare, status: "exploded" }))).toThrow(
       /job record/,
+    );
+  });
+
+  it("reads a session record of before workspaces and lifetimes with the defaults it meant", () => {
+    const bare = {
+      sessionId: "ses_1",
+      projectId: "prj_1",
+      ownerTokenId: "admin",
+      callerId: "ant",
+      callerTools: [{ name: "send_response" }],
+      callerTimeoutMs: 300_000,
+      status: "running",
+      hostId: "h1",
+      runtime: "docker",
+      image: null,
+      createdAt: "2026-01-01T00:00:00.000Z",
+      endedAt: null,
+      lastMessageSeq: 2,
+      storedHostEventSeq: 7,
+    };
+    expect(decodeRecord(SESSION_RECORD, JSON.stringify(bare))).toEqual({
+      ...bare,
+      workspaceId: "default",
+      callerPresence: "stream",
+      idleTimeoutMs: 0,
+      maxLifetimeMs: 0,
+      lastActivityAt: null,
+      completedTurnSeq: 0,
+      plainDroppedAt: null,
+    });
+    const current = decodeRecord(SESSION_RECORD, JSON.stringify(bare));
+    const text = encodeRecord(SESSION_RECORD, current);
+    expect(JSON.parse(text)).toMatchObject({ v: 1 });
+    expect(decodeRecord(SESSION_RECORD, text)).toEqual(current);
+    expect(() => decodeRecord(SESSION_RECORD, JSON.stringify({ ...bare, status: "asleep" }))).toThrow(
+      /stored session record \(version 0\) does not parse at 'status'/,
+    );
+  });
+
+  it("round-trips a schedule record and a run of its history, and names them when they do not parse", () => {
+    const record = {
+      name: "nightly",
+      cronExpr: "0 3 * * *",
+      timezone: "UTC",
+      prompt: "tidy up",
+      targets: [{ project_id: "prj_1", workspace_id: null }],
+      overlap: "skip" as const,
+      sessionBehavior: "new" as const,
+      enabled: true,
+      scheduleId: "sch_1",
+      creator: { tokenId: "admin", issued: false },
+      disabledReason: null,
+      createdAt: 1,
+      updatedAt: 2,
+      nextRunAt: 3,
+      deletedAt: null,
+    };
+    expect(decodeRecord(SCHEDULE_RECORD, JSON.stringify(record))).toEqual(record);
+    expect(decodeRecord(SCHEDULE_RECORD, encodeRecord(SCHEDULE_RECORD, record))).toEqual(record);
+    expect(() => decodeRecord(SCHEDULE_RECORD, JSON.stringify({ ...record, overlap: "maybe" }))).toThrow(
+      /stored schedule record/,
+    );
+    const run = {
+      run_id: "run_1",
+      at: "2026-01-01T03:00:00.000Z",
+      scheduled_for: null,
+      trigger: "manual" as const,
+      outcome: "started" as const,
+      session_ids: ["ses_1"],
+      reason: null,
+      targets: [
+        {
+          project_id: "prj_1",
+          workspace_id: null,
+          outcome: "started" as const,
+          session_id: "ses_1",
+          resumed: false,
+          reason: null,
+          started_at: null,
+        },
+      ],
+    };
+    expect(decodeRecord(RUN_ENTRY, encodeRecord(RUN_ENTRY, run))).toEqual(run);
+    expect(() => decodeRecord(RUN_ENTRY, JSON.stringify({ ...run, targets: "all" }))).toThrow(
+      /stored schedule run record/,
     );
   });
 });

@@ -4,7 +4,7 @@ import { randomHex } from "../auth/digest.js";
 import type { Target } from "../auth/scopes.js";
 import { type CallerPrincipal, CallerPrincipalSchema } from "../auth/tokens.js";
 import { ErrorCodeSchema, type ErrorInfo } from "../errors.js";
-import type { RecordFormat } from "../objects/stored-record.js";
+import type { RecordFormat, SameShape } from "../objects/stored-record.js";
 import type { Via } from "../session/types.js";
 import type { JobTiming } from "./timing.js";
 
@@ -167,6 +167,5 @@ export const JOB_RECORD = { kind: "job", version: 1, schema: JobRecordSchema } s
 >;
 
 // The stored shape and the record the object works with are one: a change to either fails here.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const sameShape: Same<z.output<typeof JobRecordSchema>, JobRecord> = true;
+const sameShape: SameShape<z.output<typeof JobRecordSchema>, JobRecord> = true;
 void sameShape;

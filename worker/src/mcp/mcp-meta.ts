@@ -1,4 +1,6 @@
 import type { LoggingLevel } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import type { RecordFormat, SameShape } from "../objects/stored-record.js";
 
 /** What an MCP session remembers about itself (persisted; survives eviction). */
 export interface McpMeta {
@@ -11,16 +13,25 @@ export interface McpMeta {
   lastActivity: number;
 }
 
-const LEVELS: LoggingLevel[] = [
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency",
-];
+const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const;
+
+const McpMetaSchema = z.object({
+  sessionId: z.string(),
+  tokenId: z.string(),
+  protocolVersion: z.string(),
+  clientName: z.string(),
+  logLevel: z.enum(LEVELS),
+  createdAt: z.string(),
+  lastActivity: z.number(),
+});
+
+/** How an MCP session's meta is stored: version 1 is the first with a version (0: bare JSON). */
+export const MCP_META = { kind: "MCP session", version: 1, schema: McpMetaSchema } satisfies RecordFormat<
+  typeof McpMetaSchema
+>;
+
+const sameShape: SameShape<z.output<typeof McpMetaSchema>, McpMeta> = true;
+void sameShape;
 
 /** Whether a message at `level` passes the client's `logging/setLevel` threshold. */
 export function passesLevel(level: LoggingLevel, threshold: LoggingLevel): boolean {

@@ -32,7 +32,7 @@ import {
   rpcErrorResponse,
   toResponse,
 } from "./json-rpc.js";
-import { type McpMeta, passesLevel } from "./mcp-meta.js";
+import { MCP_META, type McpMeta, passesLevel } from "./mcp-meta.js";
 import { handleMethod } from "./methods.js";
 import { McpStore } from "./outbox.js";
 import { PostReply } from "./post-reply.js";
@@ -80,7 +80,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#store = new McpStore(ctx.storage);
-    this.#meta = this.#store.getMeta<McpMeta>("session");
+    this.#meta = this.#store.getMeta("session", MCP_META);
     this.#log = createLog({ component: "mcp", mcp_session: this.#meta?.sessionId });
     void ctx.blockConcurrencyWhile(() => this.#store.load());
   }
@@ -240,7 +240,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       createdAt: new Date().toISOString(),
       lastActivity: Date.now(),
     };
-    this.#store.setMeta("session", this.#meta);
+    this.#store.setMeta("session", MCP_META, this.#meta);
     await this.ctx.storage.setAlarm(Date.now() + IDLE_TTL_MS);
     this.#log = createLog({ component: "mcp", mcp_session: sessionId });
     this.#log.info("MCP session initialized", {
@@ -279,7 +279,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
         },
         setLogLevel: (level) => {
           meta.logLevel = level;
-          this.#store.setMeta("session", meta);
+          this.#store.setMeta("session", MCP_META, meta);
         },
         waitUntil: (p) => this.ctx.waitUntil(p),
         signal,
@@ -374,7 +374,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     // Persisted at most once a minute: it only decides idle expiry.
     if (now - meta.lastActivity > 60_000) {
       meta.lastActivity = now;
-      this.#store.setMeta("session", meta);
+      this.#store.setMeta("session", MCP_META, meta);
     } else meta.lastActivity = now;
   }
 

@@ -7,7 +7,10 @@
  * need not wait for its copy to be committed (waiting would add a storage commit to every
  * relayed call). Everything else waits as usual.
  */
+
+import type { z } from "zod";
 import { createLog, errorMessage } from "../log.js";
+import { decodeRecord, encodeRecord, type RecordFormat } from "../objects/stored-record.js";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS subscriptions (session_id TEXT PRIMARY KEY);
@@ -73,13 +76,18 @@ export class McpStore {
     return [...rows].map(([k, message]) => ({ seq: Number(k.slice(PREFIX.length)), message }));
   }
 
-  getMeta<T>(name: string): T | null {
+  /** A stored record by name, read through its format (parsed, never cast); null when absent. */
+  getMeta<S extends z.ZodType>(name: string, format: RecordFormat<S>): z.output<S> | null {
     const row = this.#storage.sql.exec("SELECT v FROM meta WHERE k = ?", name).toArray()[0];
-    return row ? (JSON.parse(String(row.v)) as T) : null;
+    return row ? decodeRecord(format, String(row.v)) : null;
   }
 
-  setMeta(name: string, value: unknown): void {
-    this.#storage.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", name, JSON.stringify(value));
+  setMeta<S extends z.ZodType>(name: string, format: RecordFormat<S>, value: z.input<S>): void {
+    this.#storage.sql.exec(
+      "INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)",
+      name,
+      encodeRecord(format, value),
+    );
   }
 
   subscriptions(): string[] {

@@ -50,3 +50,10 @@ function isEnvelope(value: unknown): value is { v: number; data: unknown } {
   const keys = Object.keys(value);
   return keys.length === 2 && "data" in value && Number.isInteger((value as { v?: unknown }).v);
 }
+
+/**
+ * True when a schema's output and the type the code works with are the same shape; a stored
+ * format declares `const same: SameShape<z.output<typeof Schema>, Record> = true`, so a change to
+ * either without the other fails to compile.
+ */
+export type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

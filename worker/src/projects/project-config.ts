@@ -13,6 +13,7 @@ import {
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import { RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
+import { decodeRecord, type RecordFormat } from "../objects/stored-record.js";
 
 /**
  * A project's configuration, validated once here: what its container runs, its default agent,
@@ -165,9 +166,15 @@ export type ProjectConfig = z.infer<typeof ProjectConfigSchema>;
  * its default fills in, so readers (and `config_limits`) see every limit.
  */
 export function storedConfig(json: string): ProjectConfig {
-  const stored = JSON.parse(json) as ProjectConfig;
-  return { ...stored, limits: { ...DEFAULT_LIMITS, ...stored.limits } };
+  return decodeRecord(PROJECT_CONFIG, json);
 }
+
+/** Project configs are stored as bare JSON (version 0), parsed by the schema on every read. */
+const PROJECT_CONFIG = {
+  kind: "project config",
+  version: 0,
+  schema: ProjectConfigSchema,
+} satisfies RecordFormat<typeof ProjectConfigSchema>;
 
 /** The checks across fields; null when the config is consistent. */
 export function configProblem(config: ProjectConfig): string | null {

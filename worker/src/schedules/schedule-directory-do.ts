@@ -1,7 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
+import { z } from "zod";
 import type { Env } from "../env.js";
 import { capture, type Result } from "../errors.js";
 import { decodeCursor, encodeCursor } from "../objects/cursor.js";
+
+/** A row's projects (JSON text): parsed, never cast. */
+const ProjectIdsSchema = z.array(z.string());
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS schedules (
@@ -72,7 +76,7 @@ export class ScheduleDirectoryDurableObject extends DurableObject<Env> {
       .toArray();
     const page: { id: string; createdAt: number }[] = [];
     for (const row of rows) {
-      const projects = JSON.parse(String(row.projects)) as string[];
+      const projects = ProjectIdsSchema.parse(JSON.parse(String(row.projects)));
       if (only !== null && !projects.every((p) => only.has(p))) continue;
       if (input.projectId !== null && !projects.includes(input.projectId)) continue;
       page.push({ id: String(row.id), createdAt: Number(row.created_at) });

@@ -1,4 +1,6 @@
+import { decodeRecord, encodeRecord } from "../objects/stored-record.js";
 import { type RunEntry, summarize, type TargetRun } from "./run-entry.js";
+import { RUN_ENTRY, SCHEDULE_RECORD } from "./schedule-formats.js";
 import type { ScheduleRecord } from "./schedule-record.js";
 
 /** Runs kept in a schedule's history; older ones are dropped. */
@@ -44,26 +46,30 @@ export class ScheduleStore {
 
   loadRecord(): ScheduleRecord | null {
     const row = this.#sql.exec("SELECT v FROM meta WHERE k = 'schedule'").toArray()[0];
-    return row ? (JSON.parse(String(row.v)) as ScheduleRecord) : null;
+    return row ? decodeRecord(SCHEDULE_RECORD, String(row.v)) : null;
   }
 
   saveRecord(record: ScheduleRecord): void {
     this.#sql.exec(
       "INSERT INTO meta (k, v) VALUES ('schedule', ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
-      JSON.stringify(record),
+      encodeRecord(SCHEDULE_RECORD, record),
     );
   }
 
   // ------------------------------------------------------------------ history
 
   addRun(entry: RunEntry): void {
-    this.#sql.exec("INSERT INTO runs (run_id, body) VALUES (?, ?)", entry.run_id, JSON.stringify(entry));
+    this.#sql.exec(
+      "INSERT INTO runs (run_id, body) VALUES (?, ?)",
+      entry.run_id,
+      encodeRecord(RUN_ENTRY, entry),
+    );
     this.#sql.exec("DELETE FROM runs WHERE seq <= (SELECT MAX(seq) FROM runs) - ?", HISTORY_LIMIT);
   }
 
   run(runId: string): RunEntry | null {
     const row = this.#sql.exec("SELECT body FROM runs WHERE run_id = ?", runId).toArray()[0];
-    return row ? (JSON.parse(String(row.body)) as RunEntry) : null;
+    return row ? decodeRecord(RUN_ENTRY, String(row.body)) : null;
   }
 
   /** Changes what happened on one target of a run (found by its key); null when the run is gone. */
@@ -78,7 +84,7 @@ export class ScheduleStore {
       ...entry,
       targets: entry.targets.map((t) => (matches(t) ? { ...t, ...change } : t)),
     });
-    this.#sql.exec("UPDATE runs SET body = ? WHERE run_id = ?", JSON.stringify(updated), runId);
+    this.#sql.exec("UPDATE runs SET body = ? WHERE run_id = ?", encodeRecord(RUN_ENTRY, updated), runId);
     return updated;
   }
 
@@ -87,7 +93,7 @@ export class ScheduleStore {
     return this.#sql
       .exec("SELECT body FROM runs ORDER BY seq DESC LIMIT ?", limit)
       .toArray()
-      .map((r) => JSON.parse(String(r.body)) as RunEntry);
+      .map((r) => decodeRecord(RUN_ENTRY, String(r.body)));
   }
 
   // ------------------------------------------------------------------ queue

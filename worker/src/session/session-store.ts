@@ -1,4 +1,6 @@
+import { decodeRecord, encodeRecord } from "../objects/stored-record.js";
 import type { SessionRecord } from "./session-record.js";
+import { SESSION_RECORD } from "./session-record-format.js";
 
 /** How an MCP session subscribed to this session is doing. */
 export type SubscriberState = "idle" | "live" | "dropped";
@@ -47,24 +49,17 @@ export class SessionStore {
     }
   }
 
+  /** The session's record (older records get the defaults of fields added since), or null. */
   loadRecord(): SessionRecord | null {
     const row = this.#sql.exec("SELECT v FROM meta WHERE k = 'session'").toArray()[0];
-    if (!row) return null;
-    const record = JSON.parse(String(row.v)) as SessionRecord;
-    // Records written before workspaces existed ran in the project's default workspace.
-    record.workspaceId ??= "default";
-    // ... and had no lifetime rules.
-    record.idleTimeoutMs ??= 0;
-    record.maxLifetimeMs ??= 0;
-    record.lastActivityAt ??= null;
-    record.completedTurnSeq ??= 0;
-    // ... and lost their calls when the caller's stream went away.
-    record.callerPresence ??= "stream";
-    return record;
+    return row ? decodeRecord(SESSION_RECORD, String(row.v)) : null;
   }
 
   saveRecord(record: SessionRecord): void {
-    this.#sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)", JSON.stringify(record));
+    this.#sql.exec(
+      "INSERT OR REPLACE INTO meta (k, v) VALUES ('session', ?)",
+      encodeRecord(SESSION_RECORD, record),
+    );
   }
 
   /** Index the next event gets (one past the newest stored). */

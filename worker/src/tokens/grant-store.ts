@@ -1,5 +1,5 @@
 import type { Scope } from "../auth/scopes.js";
-import { statusOf, type TokenStatus } from "./token-store.js";
+import { parseScopes, statusOf, type TokenStatus } from "./token-store.js";
 
 /**
  * OAuth grants as principals. The OAuth library keeps a grant's tokens in KV (hashed, its props
@@ -70,7 +70,7 @@ function toRow(r: Record<string, SqlStorageValue>): GrantRow {
     clientName: String(r.client_name),
     clientVerified: Number(r.client_verified) === 1,
     redirectUri: String(r.redirect_uri),
-    scopes: JSON.parse(String(r.scopes)) as Scope[],
+    scopes: parseScopes(r.scopes),
     signedInAs: String(r.signed_in_as),
     createdAt: Number(r.created_at),
     lastUsedAt: num(r.last_used_at),

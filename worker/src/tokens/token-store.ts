@@ -1,4 +1,6 @@
-import type { Scope } from "../auth/scopes.js";
+import { z } from "zod";
+import { type Scope, ScopeSchema } from "../auth/scopes.js";
+import { AppError } from "../errors.js";
 
 /**
  * The token directory's table. A token is held only as its SHA-256 (`sha256` is UNIQUE, so a
@@ -47,6 +49,15 @@ export function statusOf(row: Pick<TokenRow, "expiresAt" | "revokedAt">, now: nu
   return "active";
 }
 
+const ScopesSchema = z.array(ScopeSchema);
+
+/** A row's scopes, parsed (a row outlives the code that wrote it); an internal error if they do not. */
+export function parseScopes(value: SqlStorageValue | undefined): Scope[] {
+  const parsed = ScopesSchema.safeParse(JSON.parse(String(value)));
+  if (!parsed.success) throw new AppError("internal", "a stored token's scopes do not parse");
+  return parsed.data;
+}
+
 function toRow(r: Record<string, SqlStorageValue>): TokenRow {
   const num = (v: SqlStorageValue | undefined) => (v === null || v === undefined ? null : Number(v));
   return {
@@ -54,7 +65,7 @@ function toRow(r: Record<string, SqlStorageValue>): TokenRow {
     sha256: String(r.sha256),
     kind: r.kind === "host" ? "host" : "caller",
     name: String(r.name),
-    scopes: JSON.parse(String(r.scopes)) as Scope[],
+    scopes: parseScopes(r.scopes),
     hostId: r.host_id === null ? null : String(r.host_id),
     prefix: String(r.prefix),
     createdAt: Number(r.created_at),
