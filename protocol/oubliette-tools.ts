@@ -60,6 +60,8 @@ export const SessionMessageParamsSchema = z.object({
   workspace_id: z.string().max(64).optional(),
   create_workspace: z.boolean().optional(),
 });
+/** The child's session info, as the session object answers it (passed on verbatim). */
+export const SessionMessageResultSchema = JsonValueSchema;
 
 /**
  * `session_events {since_index?, limit?, include_children?, children_since?}` (client → host-agent
@@ -71,3 +73,5 @@ export const SessionEventsReadParamsSchema = z.object({
   include_children: z.boolean().default(true),
   children_since: z.record(z.string().max(64), z.number().int().nonnegative()).default({}),
 });
+/** A page of events, as the session object answers it (passed on verbatim). */
+export const SessionEventsReadResultSchema = JsonValueSchema;

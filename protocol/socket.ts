@@ -6,6 +6,17 @@ import { ContainerPaths, runnerSocketPath } from "./container-layout.js";
 import { SessionIdSchema } from "./ids.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { Limits } from "./limits.js";
+import {
+  OublietteCallParamsSchema,
+  OublietteCallResultSchema,
+  OublietteToolsParamsSchema,
+  OublietteToolsResultSchema,
+  SessionEventsReadParamsSchema,
+  SessionEventsReadResultSchema,
+  SessionMessageParamsSchema,
+  SessionMessageResultSchema,
+} from "./oubliette-tools.js";
+import { defineNotification, defineRequest, EmptyResultSchema, methodNames } from "./rpc/method.js";
 
 /**
  * The container sockets: JSON-RPC 2.0 (`protocol/rpc/messages.ts`), one message per line (UTF-8,
@@ -48,25 +59,6 @@ export const RUNNER_ONLY_ENV: readonly string[] = [
 
 /** Most agents one runner runs at once (a project's sessions on one host). */
 export const MAX_AGENTS_PER_RUNNER = 256;
-
-export const SocketMethod = {
-  hello: "hello",
-  ping: "ping",
-  callerTool: "caller_tool",
-  callerToolsConfig: "caller_tools_config",
-  agentStart: "agent_start",
-  agentMessage: "agent_message",
-  agentStop: "agent_stop",
-  agentInterrupt: "agent_interrupt",
-  agentEvents: "agent_events",
-  agentEventsAck: "agent_events_ack",
-  oublietteTools: "oubliette_tools",
-  oublietteCallTool: "oubliette_call_tool",
-  sessionMessage: "session_message",
-  sessionEvents: "session_events",
-  /** host-agent → client notification: the key's tools may have changed; list them again. */
-  oublietteToolsChanged: "oubliette_tools_changed",
-} as const;
 
 const SecretSchema = z.string().min(1).max(512);
 
@@ -194,8 +186,64 @@ export const AgentEventsAckParamsSchema = z.object({
 /** `caller_tools_config` (host-agent → container-client, notification): after hello and on every re-declaration. */
 export const CallerToolsConfigParamsSchema = CallerToolsConfigSchema;
 
+/** `oubliette_tools_changed` (host-agent → container-client, notification): sent as `{}`; anything is accepted. */
+export const OublietteToolsChangedParamsSchema = z.unknown();
+
 /** The seed's form of the config notification (`type` instead of `method`); accepted, never sent. */
 export const LegacyCallerToolsConfigSchema = z.object({
   type: z.literal("caller_tools_config"),
   params: CallerToolsConfigSchema,
 });
+
+/**
+ * Every method of the container sockets, with its schemas: the host-agent serves the requests
+ * of the container-clients and the runner; the runner serves the host-agent's `agent_*` requests.
+ */
+export const SocketMethods = {
+  hello: defineRequest("hello", { params: HelloParamsSchema, result: HelloResultSchema }),
+  /** Served on both ends: the host-agent's, and the runner's (the host-agent's liveness check of it). */
+  ping: defineRequest("ping", { params: PingParamsSchema, result: EmptyResultSchema }),
+  callerTool: defineRequest("caller_tool", {
+    params: CallerToolParamsSchema,
+    result: CallerToolResultSchema,
+  }),
+  callerToolsConfig: defineNotification("caller_tools_config", { params: CallerToolsConfigParamsSchema }),
+  agentStart: defineRequest("agent_start", {
+    params: AgentStartParamsSchema,
+    result: AgentStartResultSchema,
+  }),
+  agentMessage: defineRequest("agent_message", {
+    params: AgentMessageParamsSchema,
+    result: AgentMessageResultSchema,
+  }),
+  agentStop: defineRequest("agent_stop", { params: AgentStopParamsSchema, result: AgentStopResultSchema }),
+  agentInterrupt: defineRequest("agent_interrupt", {
+    params: AgentInterruptParamsSchema,
+    result: AgentInterruptResultSchema,
+  }),
+  agentEvents: defineNotification("agent_events", { params: AgentEventsParamsSchema }),
+  agentEventsAck: defineNotification("agent_events_ack", { params: AgentEventsAckParamsSchema }),
+  oublietteTools: defineRequest("oubliette_tools", {
+    params: OublietteToolsParamsSchema,
+    result: OublietteToolsResultSchema,
+  }),
+  oublietteCallTool: defineRequest("oubliette_call_tool", {
+    params: OublietteCallParamsSchema,
+    result: OublietteCallResultSchema,
+  }),
+  sessionMessage: defineRequest("session_message", {
+    params: SessionMessageParamsSchema,
+    result: SessionMessageResultSchema,
+  }),
+  sessionEvents: defineRequest("session_events", {
+    params: SessionEventsReadParamsSchema,
+    result: SessionEventsReadResultSchema,
+  }),
+  /** host-agent → client notification: the key's tools may have changed; list them again. */
+  oublietteToolsChanged: defineNotification("oubliette_tools_changed", {
+    params: OublietteToolsChangedParamsSchema,
+  }),
+} as const;
+
+/** The socket's method names, by key (derived from `SocketMethods`). */
+export const SocketMethod = methodNames(SocketMethods);

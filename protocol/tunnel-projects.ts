@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { ProjectIdSchema, WorkspaceIdSchema } from "./ids.js";
 import { ProjectSpecSchema } from "./project.js";
+import { defineRequest, EmptyResultSchema } from "./rpc/method.js";
 
 /** `project_ensure`: start the project's container unless it runs. */
 export const ProjectEnsureParamsSchema = z.object({ project_id: ProjectIdSchema, spec: ProjectSpecSchema });
@@ -108,3 +109,40 @@ export type ContainerLogsResult = z.infer<typeof ContainerLogsResultSchema>;
 /** One project container a host has, as `host_hello` reports it. */
 export const HostProjectSchema = z.object({ project_id: ProjectIdSchema, running: z.boolean() });
 export type HostProject = z.infer<typeof HostProjectSchema>;
+
+/** The project requests of the host channel (registry → host), with their schemas; part of `TunnelMethods`. */
+export const ProjectMethods = {
+  projectEnsure: defineRequest("project_ensure", {
+    params: ProjectEnsureParamsSchema,
+    result: ProjectEnsureResultSchema,
+  }),
+  projectStop: defineRequest("project_stop", { params: ProjectStopParamsSchema, result: EmptyResultSchema }),
+  projectRemove: defineRequest("project_remove", {
+    params: ProjectRemoveParamsSchema,
+    result: EmptyResultSchema,
+  }),
+  projectRefresh: defineRequest("project_refresh", {
+    params: ProjectRefreshParamsSchema,
+    result: ProjectRefreshResultSchema,
+  }),
+  workspaceCreate: defineRequest("workspace_create", {
+    params: WorkspaceCreateParamsSchema,
+    result: WorkspaceCreateResultSchema,
+  }),
+  workspaceDelete: defineRequest("workspace_delete", {
+    params: WorkspaceDeleteParamsSchema,
+    result: EmptyResultSchema,
+  }),
+  workspaceRead: defineRequest("workspace_read", {
+    params: WorkspaceReadParamsSchema,
+    result: WorkspaceReadResultSchema,
+  }),
+  containerExec: defineRequest("container_exec", {
+    params: ContainerExecParamsSchema,
+    result: ContainerExecResultSchema,
+  }),
+  containerLogs: defineRequest("container_logs", {
+    params: ContainerLogsParamsSchema,
+    result: ContainerLogsResultSchema,
+  }),
+} as const;

@@ -3,10 +3,21 @@ import { AgentEventBatchSchema } from "./agent-events.js";
 import { AgentRuntimeSchema } from "./agent-runtimes.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { ProjectIdSchema, SessionIdSchema, WorkspaceIdSchema } from "./ids.js";
-import { JsonObjectSchema } from "./json.js";
+import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { Limits } from "./limits.js";
+import {
+  OublietteCallParamsSchema,
+  OublietteCallResultSchema,
+  OublietteToolsParamsSchema,
+  OublietteToolsResultSchema,
+  SessionEventsReadParamsSchema,
+  SessionEventsReadResultSchema,
+  SessionMessageParamsSchema,
+  SessionMessageResultSchema,
+} from "./oubliette-tools.js";
 import { EnvSchema, ProjectSpecSchema } from "./project.js";
-import { HostProjectSchema } from "./tunnel-projects.js";
+import { defineNotification, defineRequest, EmptyResultSchema, methodNames } from "./rpc/method.js";
+import { HostProjectSchema, ProjectMethods } from "./tunnel-projects.js";
 import { UsageTotalsSchema } from "./usage.js";
 
 /**
@@ -69,33 +80,6 @@ export const SessionSpecSchema = z.object({
     .optional(),
 });
 export type SessionSpec = z.infer<typeof SessionSpecSchema>;
-
-export const TunnelMethod = {
-  hostHello: "host_hello",
-  sessionStart: "session_start",
-  sessionStop: "session_stop",
-  projectEnsure: "project_ensure",
-  projectStop: "project_stop",
-  projectRemove: "project_remove",
-  projectRefresh: "project_refresh",
-  workspaceCreate: "workspace_create",
-  workspaceDelete: "workspace_delete",
-  workspaceRead: "workspace_read",
-  containerExec: "container_exec",
-  containerLogs: "container_logs",
-  sessionHello: "session_hello",
-  callerTool: "caller_tool",
-  sessionEvents: "session_events",
-  sessionEnd: "session_end",
-  callerToolsConfig: "caller_tools_config",
-  droidMessage: "droid_message",
-  droidInterrupt: "droid_interrupt",
-  sessionUsage: "session_usage",
-  oublietteTools: "oubliette_tools",
-  oublietteCall: "oubliette_call_tool",
-  childMessage: "session_message",
-  ownEvents: "session_events_read",
-} as const;
 
 // ---------------------------------------------------------------- host channel
 
@@ -169,6 +153,8 @@ export const TunnelCallerToolParamsSchema = z.object({
   tool: z.string().min(1).max(64),
   arguments: JsonObjectSchema,
 });
+/** The caller's result, verbatim (a failed call is an error whose `data.reason` says why). */
+export const TunnelCallerToolResultSchema = JsonValueSchema;
 
 /** `session_events` (host → session): agent events, idempotent by their `seq`. */
 export const SessionEventsParamsSchema = AgentEventBatchSchema;
@@ -216,6 +202,60 @@ export type SessionUsageParams = z.infer<typeof SessionUsageParamsSchema>;
 
 /** `caller_tools_config` (session → host, notification): on every re-declaration (the hello result carries the first). */
 export const TunnelCallerToolsConfigSchema = CallerToolsConfigSchema;
+
+/**
+ * Every method of the tunnel, with its schemas. Host channel: `host_hello` (host → registry),
+ * the session and project requests (registry → host). Session tunnel: the rest (their comments
+ * above say which way).
+ */
+export const TunnelMethods = {
+  hostHello: defineRequest("host_hello", { params: HostHelloParamsSchema, result: HostHelloResultSchema }),
+  sessionStart: defineRequest("session_start", {
+    params: SessionStartParamsSchema,
+    result: EmptyResultSchema,
+  }),
+  sessionStop: defineRequest("session_stop", { params: SessionStopParamsSchema, result: EmptyResultSchema }),
+  ...ProjectMethods,
+  sessionHello: defineRequest("session_hello", {
+    params: SessionHelloParamsSchema,
+    result: SessionHelloResultSchema,
+  }),
+  callerTool: defineRequest("caller_tool", {
+    params: TunnelCallerToolParamsSchema,
+    result: TunnelCallerToolResultSchema,
+  }),
+  sessionEvents: defineRequest("session_events", {
+    params: SessionEventsParamsSchema,
+    result: SessionEventsResultSchema,
+  }),
+  sessionEnd: defineRequest("session_end", { params: SessionEndParamsSchema, result: EmptyResultSchema }),
+  callerToolsConfig: defineNotification("caller_tools_config", { params: TunnelCallerToolsConfigSchema }),
+  droidMessage: defineRequest("droid_message", {
+    params: DroidMessageParamsSchema,
+    result: EmptyResultSchema,
+  }),
+  droidInterrupt: defineNotification("droid_interrupt", { params: DroidInterruptParamsSchema }),
+  sessionUsage: defineNotification("session_usage", { params: SessionUsageParamsSchema }),
+  oublietteTools: defineRequest("oubliette_tools", {
+    params: OublietteToolsParamsSchema,
+    result: OublietteToolsResultSchema,
+  }),
+  oublietteCall: defineRequest("oubliette_call_tool", {
+    params: OublietteCallParamsSchema,
+    result: OublietteCallResultSchema,
+  }),
+  childMessage: defineRequest("session_message", {
+    params: SessionMessageParamsSchema,
+    result: SessionMessageResultSchema,
+  }),
+  ownEvents: defineRequest("session_events_read", {
+    params: SessionEventsReadParamsSchema,
+    result: SessionEventsReadResultSchema,
+  }),
+} as const;
+
+/** The tunnel's method names, by key (derived from `TunnelMethods`). */
+export const TunnelMethod = methodNames(TunnelMethods);
 
 /** The request id of droid message `seq` (deterministic, so answers need no pending map). */
 export function droidMessageId(seq: number): string {

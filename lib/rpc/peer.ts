@@ -2,15 +2,16 @@
  * One side of a JSON-RPC 2.0 conversation over any transport that carries text messages (a
  * socket's lines, a WebSocket's frames). Requests go out with a deadline and a cancel path;
  * incoming requests and notifications are dispatched through a method table (the MCP SDK's
- * `setRequestHandler` is the model), their params parsed with zod; `notifications/cancelled`
- * aborts the handler's signal. Nothing a peer sends can throw out of `receive`.
+ * `setRequestHandler` is the model). Both take a method's descriptor (`protocol/rpc/method.ts`):
+ * a handler gets params parsed by it, a request's caller its result parsed by it;
+ * `notifications/cancelled` aborts the handler's signal. Nothing a peer sends can throw out of
+ * `receive`.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import { exceedsUtf8Bytes, MAX_JSON_DEPTH } from "../../protocol/json.js";
 import { clip, RpcError, RpcErrorCode, summarizeIssues } from "../../protocol/rpc/errors.js";
 import {
-  CANCELLED,
-  CancelledParamsSchema,
+  Cancelled,
   encodeError,
   encodeNotification,
   encodeRequest,
@@ -19,6 +20,16 @@ import {
   type JsonRpcId,
   parseFrame,
 } from "../../protocol/rpc/messages.js";
+import {
+  type NotificationMethod,
+  type ParsedParams,
+  type ParsedResult,
+  parseParams,
+  parseResult,
+  type RequestMethod,
+  type SentParams,
+  type SentResult,
+} from "../../protocol/rpc/method.js";
 import type { Logger } from "../log.js";
 
 export interface HandlerContext {
@@ -29,6 +40,12 @@ export interface HandlerContext {
 
 type RequestHandler = (params: unknown, ctx: HandlerContext) => unknown;
 type NotificationHandler = (params: unknown) => void;
+
+/** What serves request `M`: its parsed params in, its result (or a promise of it) out; throw an RpcError to refuse. */
+export type Handler<M extends RequestMethod> = (
+  params: ParsedParams<M>,
+  ctx: HandlerContext,
+) => SentResult<M> | Promise<SentResult<M>>;
 
 export interface RpcPeerOptions {
   /** Hands one message to the transport; false when it could not be sent (connection gone). */
@@ -74,7 +91,7 @@ export class RpcPeer {
 
   constructor(options: RpcPeerOptions) {
     this.#o = options;
-    this.onNotification(CANCELLED, CancelledParamsSchema, (params) => {
+    this.onNotification(Cancelled, (params) => {
       const reason = params.reason ?? "cancelled by the peer";
       this.#inFlight.get(params.requestId)?.abort(new RpcError(RpcErrorCode.RequestCancelled, reason));
     });
@@ -84,32 +101,22 @@ export class RpcPeer {
     return this.#closed !== null;
   }
 
-  /** Serves `method`: params are parsed with `schema` (bad params: -32602), the return value is the result. */
-  handle<S extends z.ZodType>(
-    method: string,
-    schema: S,
-    handler: (params: z.output<S>, ctx: HandlerContext) => unknown,
-  ): this {
-    this.#requestHandlers.set(method, async (raw, ctx) => {
-      const parsed = schema.safeParse(raw);
-      if (!parsed.success) {
-        throw new RpcError(RpcErrorCode.InvalidParams, `invalid params: ${summarizeIssues(parsed.error)}`);
-      }
-      return handler(parsed.data, ctx);
-    });
+  /** Serves request `method`: params are parsed by its schema (bad params: -32602), the return value is the result. */
+  handle<M extends RequestMethod>(method: M, handler: Handler<M>): this {
+    this.#requestHandlers.set(method.name, async (raw, ctx) => handler(parseParams(method, raw), ctx));
     return this;
   }
 
-  /** Handles notification `method`; invalid params are logged and dropped. */
-  onNotification<S extends z.ZodType>(
-    method: string,
-    schema: S,
-    handler: (params: z.output<S>) => void,
-  ): this {
-    this.#notificationHandlers.set(method, (raw) => {
-      const parsed = schema.safeParse(raw);
+  /** Handles notification `method`; params its schema refuses are logged and dropped. */
+  onNotification<M extends NotificationMethod>(method: M, handler: (params: ParsedParams<M>) => void): this {
+    const schema: M["params"] = method.params;
+    this.#notificationHandlers.set(method.name, (raw) => {
+      const parsed = z.safeParse(schema, raw);
       if (!parsed.success) {
-        this.#o.logger.warn({ method, issues: summarizeIssues(parsed.error) }, "invalid notification params");
+        this.#o.logger.warn(
+          { method: method.name, issues: summarizeIssues(parsed.error) },
+          "invalid notification params",
+        );
         return;
       }
       handler(parsed.data);
@@ -117,8 +124,23 @@ export class RpcPeer {
     return this;
   }
 
-  /** Sends a request; resolves with its result or rejects with an RpcError (its code says why). */
-  request(method: string, params: unknown, options: RequestOptions = {}): Promise<unknown> {
+  /**
+   * Sends a request; resolves with its result or rejects with an RpcError (its code says why).
+   * Given a descriptor, the result is parsed by its schema (one that does not fit: InternalError);
+   * given a bare name (a generic forwarder), it comes back as the peer sent it.
+   */
+  request<M extends RequestMethod>(
+    method: M,
+    params: SentParams<M>,
+    options?: RequestOptions,
+  ): Promise<ParsedResult<M>>;
+  request(method: string, params: unknown, options?: RequestOptions): Promise<unknown>;
+  request(method: string | RequestMethod, params: unknown, options: RequestOptions = {}): Promise<unknown> {
+    if (typeof method === "string") return this.#request(method, params, options);
+    return this.#request(method.name, params, options).then((result) => parseResult(method, result));
+  }
+
+  #request(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.#closed);
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     const id = options.id ?? this.#nextId++;
@@ -141,7 +163,7 @@ export class RpcPeer {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const onAbort = () => {
         finish();
-        this.notify(CANCELLED, { requestId: id, reason: reasonText(options.signal) });
+        this.notify(Cancelled, { requestId: id, reason: reasonText(options.signal) });
         reject(abortError(options.signal));
       };
       const finish = () => {
@@ -152,7 +174,7 @@ export class RpcPeer {
       if (options.timeoutMs !== undefined) {
         timer = setTimeout(() => {
           finish();
-          this.notify(CANCELLED, { requestId: id, reason: "timed out" });
+          this.notify(Cancelled, { requestId: id, reason: "timed out" });
           reject(
             new RpcError(
               RpcErrorCode.ServerError,
@@ -183,10 +205,12 @@ export class RpcPeer {
     });
   }
 
-  /** Sends a notification; false when the transport could not take it. */
-  notify(method: string, params: unknown): boolean {
+  /** Sends a notification (of a descriptor, or a bare name); false when the transport could not take it. */
+  notify<M extends NotificationMethod>(method: M, params: SentParams<M>): boolean;
+  notify(method: string, params: unknown): boolean;
+  notify(method: string | NotificationMethod, params: unknown): boolean {
     if (this.#closed) return false;
-    return this.#o.send(encodeNotification(method, params));
+    return this.#o.send(encodeNotification(typeof method === "string" ? method : method.name, params));
   }
 
   /** Reads one message from the transport. Never throws. */

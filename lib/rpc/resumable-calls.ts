@@ -8,11 +8,16 @@
  * the next one. Knows nothing of what is called; the owner turns answers into outcomes.
  */
 import { RpcError, RpcErrorCode } from "../../protocol/rpc/errors.js";
-import { CANCELLED } from "../../protocol/rpc/messages.js";
-import type { RpcPeer } from "./peer.js";
+import { CANCELLED, type JsonRpcId } from "../../protocol/rpc/messages.js";
 
-/** What a call needs of one connection's conversation. */
-export type CallPeer = Pick<RpcPeer, "request" | "notify">;
+/**
+ * What a call needs of one connection's conversation (an RpcPeer): requests and notifications by
+ * bare name, since calls are resent verbatim and their owner parses the answers.
+ */
+export interface CallPeer {
+  request(method: string, params: unknown, options: { id: JsonRpcId }): Promise<unknown>;
+  notify(method: string, params: unknown): boolean;
+}
 
 /** A call ended on this side: the outcome its caller gets, and the reason the peer is told. */
 export interface Cancellation<T> {

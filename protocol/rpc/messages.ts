@@ -7,6 +7,12 @@
 import { z } from "zod";
 import { exceedsUtf8Bytes, parseJson, utf8Length } from "../json.js";
 import { clip, type JsonRpcErrorObject, JsonRpcErrorObjectSchema, RpcError, RpcErrorCode } from "./errors.js";
+import {
+  defineNotification,
+  type NotificationMethod,
+  type RequestMethod,
+  type SentParams,
+} from "./method.js";
 
 export const JsonRpcIdSchema = z.union([z.string().min(1).max(128), z.number().int().safe()]);
 export type JsonRpcId = z.infer<typeof JsonRpcIdSchema>;
@@ -38,6 +44,7 @@ export const CancelledParamsSchema = z.object({
   reason: z.string().max(1024).optional(),
 });
 export type CancelledParams = z.infer<typeof CancelledParamsSchema>;
+export const Cancelled = defineNotification(CANCELLED, { params: CancelledParamsSchema });
 
 export type Frame =
   | { kind: "request"; id: JsonRpcId; method: string; params: unknown }
@@ -125,12 +132,24 @@ function describe(error: z.ZodError): string {
   return `${where}: ${issue.message}`;
 }
 
-export function encodeRequest(id: JsonRpcId, method: string, params: unknown): string {
-  return JSON.stringify({ jsonrpc: "2.0", id, method, params });
+/** A request's text: of a method's descriptor (params typed by it), or of a bare name. */
+export function encodeRequest<M extends RequestMethod>(
+  id: JsonRpcId,
+  method: M,
+  params: SentParams<M>,
+): string;
+export function encodeRequest(id: JsonRpcId, method: string, params: unknown): string;
+export function encodeRequest(id: JsonRpcId, method: string | RequestMethod, params: unknown): string {
+  const name = typeof method === "string" ? method : method.name;
+  return JSON.stringify({ jsonrpc: "2.0", id, method: name, params });
 }
 
-export function encodeNotification(method: string, params: unknown): string {
-  return JSON.stringify({ jsonrpc: "2.0", method, params });
+/** A notification's text: of a method's descriptor (params typed by it), or of a bare name. */
+export function encodeNotification<M extends NotificationMethod>(method: M, params: SentParams<M>): string;
+export function encodeNotification(method: string, params: unknown): string;
+export function encodeNotification(method: string | NotificationMethod, params: unknown): string {
+  const name = typeof method === "string" ? method : method.name;
+  return JSON.stringify({ jsonrpc: "2.0", method: name, params });
 }
 
 export function encodeResult(id: JsonRpcId, result: unknown): string {

@@ -6,19 +6,11 @@
  */
 import type { AddressInfo } from "node:net";
 import { type WebSocket, WebSocketServer } from "ws";
-import { z } from "zod";
 import type { Logger } from "../../lib/log.js";
 import { RpcPeer } from "../../lib/rpc/peer.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { Limits } from "../../protocol/limits.js";
-import {
-  droidMessageId,
-  HEARTBEAT_PING,
-  HEARTBEAT_PONG,
-  SessionEndParamsSchema,
-  SessionEventsParamsSchema,
-  TunnelMethod,
-} from "../../protocol/tunnel.js";
+import { droidMessageId, HEARTBEAT_PING, HEARTBEAT_PONG, TunnelMethods } from "../../protocol/tunnel.js";
 
 interface SessionState {
   events: AgentEvent[];
@@ -89,7 +81,7 @@ export class FakeWorker {
     const peer = this.#state(sessionId).peer;
     if (!peer) throw new Error(`session ${sessionId} has no tunnel`);
     await peer.request(
-      TunnelMethod.droidMessage,
+      TunnelMethods.droidMessage,
       { seq, text },
       { id: droidMessageId(seq), timeoutMs: 30_000 },
     );
@@ -111,7 +103,7 @@ export class FakeWorker {
       maxMessageBytes: Limits.frameBytes,
       logger: this.#logger,
     });
-    peer.handle(TunnelMethod.sessionHello, z.object({ v: z.number(), host_id: z.string() }), () => {
+    peer.handle(TunnelMethods.sessionHello, () => {
       state.peer = peer;
       return {
         session_id: sessionId,
@@ -119,7 +111,7 @@ export class FakeWorker {
         config: { caller_id: "ant", tools: [], timeout_ms: 60_000, backstop_ms: 135_000 },
       };
     });
-    peer.handle(TunnelMethod.sessionEvents, SessionEventsParamsSchema, (params) => {
+    peer.handle(TunnelMethods.sessionEvents, (params) => {
       for (const event of params.events) {
         if (event.seq > state.storedSeq) {
           state.events.push(event);
@@ -128,7 +120,7 @@ export class FakeWorker {
       }
       return { stored_seq: state.storedSeq };
     });
-    peer.handle(TunnelMethod.sessionEnd, SessionEndParamsSchema, (params) => {
+    peer.handle(TunnelMethods.sessionEnd, (params) => {
       state.ended = params.reason;
       return {};
     });

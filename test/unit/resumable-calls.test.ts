@@ -10,6 +10,7 @@ import { RpcPeer } from "../../lib/rpc/peer.js";
 import { type CallPeer, ResumableCalls } from "../../lib/rpc/resumable-calls.js";
 import { RpcError, RpcErrorCode } from "../../protocol/rpc/errors.js";
 import { CANCELLED } from "../../protocol/rpc/messages.js";
+import { defineRequest } from "../../protocol/rpc/method.js";
 
 const logger = createLogger({ name: "resumable-test", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
 
@@ -81,6 +82,11 @@ function peerSendingTo(other: () => RpcPeer): RpcPeer {
     logger,
   });
 }
+
+const work = defineRequest("work", {
+  params: z.object({ n: z.number() }),
+  result: z.object({ doubled: z.number() }),
+});
 
 const cancelled = (reason: string) => ({ outcome: `cancelled:${reason}`, reason });
 
@@ -257,7 +263,7 @@ describe("ResumableCalls", () => {
       let client!: RpcPeer;
       const server = peerSendingTo(() => client);
       client = peerSendingTo(() => server);
-      server.handle("work", z.object({ n: z.number() }), (params, ctx) => {
+      server.handle(work, (params, ctx) => {
         served.push(ctx.id);
         return answer ? { doubled: params.n * 2 } : new Promise(() => {});
       });

@@ -4,6 +4,10 @@ import { z } from "zod";
 import { createLogger } from "../../lib/log.js";
 import { RpcPeer } from "../../lib/rpc/peer.js";
 import { RpcError, RpcErrorCode } from "../../protocol/rpc/errors.js";
+import { defineRequest } from "../../protocol/rpc/method.js";
+
+/** A test method: any params, any result. */
+const method = (name: string) => defineRequest(name, { params: z.unknown(), result: z.unknown() });
 
 const logger = createLogger({ name: "peer-test", level: process.env.TEST_LOG_LEVEL ?? "silent", fd: 2 });
 
@@ -39,7 +43,10 @@ afterEach(() => {
 describe("RpcPeer", () => {
   it("dispatches through the method table, validating params", async () => {
     const { a, b } = pair();
-    b.handle("add", z.object({ x: z.number(), y: z.number() }), ({ x, y }) => x + y);
+    b.handle(
+      defineRequest("add", { params: z.object({ x: z.number(), y: z.number() }), result: z.number() }),
+      ({ x, y }) => x + y,
+    );
     expect(await a.request("add", { x: 2, y: 3 })).toBe(5);
     await expect(a.request("add", { x: "2" })).rejects.toMatchObject({ code: RpcErrorCode.InvalidParams });
     await expect(a.request("nope", {})).rejects.toMatchObject({ code: RpcErrorCode.MethodNotFound });
@@ -47,10 +54,10 @@ describe("RpcPeer", () => {
 
   it("turns a thrown RpcError into that error and anything else into an internal error", async () => {
     const { a, b } = pair();
-    b.handle("typed", z.unknown(), () => {
+    b.handle(method("typed"), () => {
       throw new RpcError(RpcErrorCode.ServerError, "caller said no", { reason: "caller_error" });
     });
-    b.handle("buggy", z.unknown(), () => {
+    b.handle(method("buggy"), () => {
       throw new TypeError("x is undefined");
     });
     const typed = await a.request("typed", {}).catch((e: unknown) => e);
@@ -63,7 +70,7 @@ describe("RpcPeer", () => {
     const { a, b } = pair();
     let reason: unknown;
     const seen = new Promise<void>((resolve) =>
-      b.handle("wait", z.unknown(), (_p, ctx) => {
+      b.handle(method("wait"), (_p, ctx) => {
         ctx.signal.addEventListener("abort", () => {
           reason = ctx.signal.reason;
           resolve();
@@ -83,7 +90,7 @@ describe("RpcPeer", () => {
   it("closing rejects pending requests with ConnectionClosed and aborts handlers", async () => {
     const { a, b } = pair();
     let aborted = false;
-    b.handle("wait", z.unknown(), (_p, ctx) => {
+    b.handle(method("wait"), (_p, ctx) => {
       ctx.signal.addEventListener("abort", () => {
         aborted = true;
       });
@@ -100,7 +107,7 @@ describe("RpcPeer", () => {
 
   it("times out a request with a reason and tells the peer", async () => {
     const { a, b, sent } = pair();
-    b.handle("never", z.unknown(), () => new Promise(() => {}));
+    b.handle(method("never"), () => new Promise(() => {}));
     const error = await a
       .request("never", {}, { timeoutMs: 20, timeoutMessage: "too slow" })
       .catch((e: unknown) => e);
@@ -117,13 +124,13 @@ describe("RpcPeer", () => {
     await expect(a.request("x", { pad: "p".repeat(2000) })).rejects.toMatchObject({
       data: { reason: "too_large" },
     });
-    b.handle("big", z.unknown(), () => "r".repeat(2000));
+    b.handle(method("big"), () => "r".repeat(2000));
     await expect(a.request("big", {})).rejects.toMatchObject({ data: { reason: "too_large" } });
   });
 
   it("refuses a second request with an id already in flight", async () => {
     const { a, b } = pair();
-    b.handle("wait", z.unknown(), () => new Promise(() => {}));
+    b.handle(method("wait"), () => new Promise(() => {}));
     void a.request("wait", {}, { id: "same" }).catch(() => {});
     await expect(a.request("wait", {}, { id: "same" })).rejects.toMatchObject({
       code: RpcErrorCode.InvalidRequest,

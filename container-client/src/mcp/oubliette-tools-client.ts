@@ -7,9 +7,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../../lib/log.js";
 import type { JsonObject } from "../../../protocol/json.js";
-import { OublietteCallResultSchema, OublietteToolsResultSchema } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import { SocketMethod } from "../../../protocol/socket.js";
+import { SocketMethods } from "../../../protocol/socket.js";
 import type { RelayLink } from "../socket/relay-link.js";
 import { toolErrorResult } from "../tools/call-result.js";
 import { OublietteToolRegistry } from "../tools/oubliette-tool-registry.js";
@@ -31,8 +30,7 @@ export class OublietteToolsClient {
   /** Lists the key's tools again; a refused key empties the list. */
   async refresh(): Promise<void> {
     try {
-      const raw = await this.#link.request(SocketMethod.oublietteTools, { api_key: this.#apiKey });
-      const { tools } = OublietteToolsResultSchema.parse(raw);
+      const { tools } = await this.#link.request(SocketMethods.oublietteTools, { api_key: this.#apiKey });
       if (this.registry.replace(tools)) this.#changed();
       this.#log.info({ tools: tools.map((t) => t.name) }, "Oubliette tools listed");
     } catch (err) {
@@ -50,12 +48,12 @@ export class OublietteToolsClient {
 
   async call(tool: string, args: JsonObject, signal: AbortSignal): Promise<CallToolResult> {
     try {
-      const raw = await this.#link.request(
-        SocketMethod.oublietteCallTool,
+      const result = await this.#link.request(
+        SocketMethods.oublietteCallTool,
         { api_key: this.#apiKey, tool, arguments: args },
         signal,
       );
-      return OublietteCallResultSchema.parse(raw) as CallToolResult;
+      return result as CallToolResult;
     } catch (err) {
       if (err instanceof RpcError) {
         // -32001 / -32002 and the like: the droid's model reads why, with the code.

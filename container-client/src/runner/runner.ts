@@ -18,16 +18,10 @@ import { API_KEY_ENV } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   AgentEnv,
-  AgentEventsAckParamsSchema,
-  AgentInterruptParamsSchema,
   AgentLaunchSpecSchema,
-  AgentMessageParamsSchema,
   type AgentStartParams,
-  AgentStartParamsSchema,
-  AgentStopParamsSchema,
   MAX_AGENTS_PER_RUNNER,
-  PingParamsSchema,
-  SocketMethod,
+  SocketMethods,
 } from "../../../protocol/socket.js";
 import { SocketSession } from "../socket/socket-session.js";
 import { type LaunchSettings, prepareLaunch } from "./agent-launch.js";
@@ -101,19 +95,19 @@ export class Runner {
 
   #serve(peer: RpcPeer): void {
     // The host-agent's liveness check: a runner that stops answering is replaced.
-    peer.handle(SocketMethod.ping, PingParamsSchema, () => ({}));
-    peer.handle(SocketMethod.agentStart, AgentStartParamsSchema, async (params) => {
+    peer.handle(SocketMethods.ping, () => ({}));
+    peer.handle(SocketMethods.agentStart, async (params) => {
       const agent = await this.#slotFor(params).start();
       return { pid: agent.pid };
     });
-    peer.handle(SocketMethod.agentMessage, AgentMessageParamsSchema, async (params) => {
+    peer.handle(SocketMethods.agentMessage, async (params) => {
       const slot = this.#known(params.session_id);
       return { delivered_seq: await slot.deliver(params.seq, params.text) };
     });
-    peer.handle(SocketMethod.agentInterrupt, AgentInterruptParamsSchema, async (params) => ({
+    peer.handle(SocketMethods.agentInterrupt, async (params) => ({
       interrupted: await this.#known(params.session_id).interrupt(),
     }));
-    peer.handle(SocketMethod.agentStop, AgentStopParamsSchema, async (params) => {
+    peer.handle(SocketMethods.agentStop, async (params) => {
       const slot = this.#slots.get(params.session_id);
       this.#log.info({ session: params.session_id, reason: params.reason }, "asked to stop an agent");
       const exit = slot ? await slot.stop(params.grace_ms) : { exitCode: null, signal: null };
@@ -128,7 +122,7 @@ export class Runner {
       if (slot && this.#slots.get(params.session_id) === slot) this.#slots.delete(params.session_id);
       return { exit_code: exit.exitCode, signal: exit.signal };
     });
-    peer.onNotification(SocketMethod.agentEventsAck, AgentEventsAckParamsSchema, (params) => {
+    peer.onNotification(SocketMethods.agentEventsAck, (params) => {
       const slot = this.#slots.get(params.session_id);
       if (!slot) return;
       slot.ack(params.seq);
@@ -208,7 +202,7 @@ export class Runner {
 
   #flush(peer: RpcPeer, sessionId: string, events: readonly AgentEvent[]): void {
     for (const batch of batchEvents(events, Limits.lineBytes - MAX_ENVELOPE_BYTES)) {
-      peer.notify(SocketMethod.agentEvents, { session_id: sessionId, events: batch });
+      peer.notify(SocketMethods.agentEvents, { session_id: sessionId, events: batch });
     }
   }
 }

@@ -6,19 +6,14 @@
  * deadline of our own is the backstop: the session's deadline plus the reconnect budget.
  */
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import { ResumableCalls } from "../../../lib/rpc/resumable-calls.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import { checkSize } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import {
-  CallerToolResultSchema,
-  CallerToolsConfigParamsSchema,
-  LegacyCallerToolsConfigSchema,
-  SocketMethod,
-} from "../../../protocol/socket.js";
+import type { ParsedResult, RequestMethod, SentParams } from "../../../protocol/rpc/method.js";
+import { LegacyCallerToolsConfigSchema, SocketMethods } from "../../../protocol/socket.js";
 import { RelayCallError } from "./relay-errors.js";
 import { SocketSession } from "./socket-session.js";
 
@@ -59,10 +54,10 @@ export class RelayLink {
   constructor(options: RelayLinkOptions) {
     this.#log = options.logger.child({ component: "relay-link" });
     this.#calls = new ResumableCalls<Outcome>({
-      method: SocketMethod.callerTool,
+      method: SocketMethods.callerTool.name,
       peer: () => this.#session.peer,
       answered: (result) => {
-        const parsed = CallerToolResultSchema.safeParse(result);
+        const parsed = SocketMethods.callerTool.result.safeParse(result);
         return parsed.success
           ? { ok: true, result: parsed.data }
           : failed("rpc_error", "the host-agent sent a result that is not JSON");
@@ -79,12 +74,8 @@ export class RelayLink {
       logger: this.#log,
       hello: () => ({ session_token: options.sessionToken, role: "client", client: options.client }),
       serve: (peer) => {
-        peer.onNotification(SocketMethod.callerToolsConfig, CallerToolsConfigParamsSchema, (config) =>
-          options.onConfig(config),
-        );
-        peer.onNotification(SocketMethod.oublietteToolsChanged, z.unknown(), () =>
-          options.onOublietteToolsChanged?.(),
-        );
+        peer.onNotification(SocketMethods.callerToolsConfig, (config) => options.onConfig(config));
+        peer.onNotification(SocketMethods.oublietteToolsChanged, () => options.onOublietteToolsChanged?.());
       },
       adopt: (raw) => {
         const legacy = LegacyCallerToolsConfigSchema.safeParse(raw);
@@ -116,10 +107,14 @@ export class RelayLink {
 
   /**
    * One request to the host-agent on the current connection (Oubliette's tools: nothing to
-   * resume, the droid asks again); rejects with the RpcError the host answered, or at once when
-   * there is no connection.
+   * resume, the droid asks again); resolves with its result parsed by `method`'s schema, rejects
+   * with the RpcError the host answered, or at once when there is no connection.
    */
-  async request(method: string, params: unknown, signal?: AbortSignal): Promise<unknown> {
+  async request<M extends RequestMethod>(
+    method: M,
+    params: SentParams<M>,
+    signal?: AbortSignal,
+  ): Promise<ParsedResult<M>> {
     const peer = this.#session.peer;
     if (!peer)
       throw new RpcError(RpcErrorCode.ServerError, "not connected to the host-agent", {

@@ -13,7 +13,7 @@ import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { withSocketPath } from "../../../lib/unix-path.js";
 import { Limits } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import { type HelloParams, HelloResultSchema, SocketMethod } from "../../../protocol/socket.js";
+import { type HelloParams, SocketMethods } from "../../../protocol/socket.js";
 
 export interface SocketSessionOptions {
   socketPath: string;
@@ -103,11 +103,10 @@ export class SocketSession {
       });
       this.#current = connection;
       this.#o.serve(connection.peer);
-      const raw = await connection.peer.request(SocketMethod.hello, this.#o.hello(), {
+      const hello = await connection.peer.request(SocketMethods.hello, this.#o.hello(), {
         timeoutMs: this.#o.helloTimeoutMs ?? 10_000,
         timeoutMessage: "no answer to hello in time",
       });
-      const hello = HelloResultSchema.parse(raw);
       if (this.#closed) throw new Error("closed while connecting");
       this.#o.logger.info(
         { session_id: hello.session_id, attempt: this.#backoff.attempt },

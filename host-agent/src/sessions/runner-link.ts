@@ -11,15 +11,7 @@
  */
 import type { Logger } from "../../../lib/log.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import {
-  AgentInterruptResultSchema,
-  AgentMessageResultSchema,
-  type AgentStartParams,
-  AgentStartResultSchema,
-  AgentStopResultSchema,
-  type RunnerAgent,
-  SocketMethod,
-} from "../../../protocol/socket.js";
+import { type AgentStartParams, type RunnerAgent, SocketMethods } from "../../../protocol/socket.js";
 import type { ContainerConnection } from "../socket/container-connection.js";
 
 export interface RunnerLinkOptions {
@@ -71,7 +63,7 @@ export class RunnerLink {
     }
     this.#o.logger.info({ agents: agents.length }, "runner connected");
     for (const [sessionId, seq] of this.#acked)
-      connection.peer.notify(SocketMethod.agentEventsAck, { session_id: sessionId, seq });
+      connection.peer.notify(SocketMethods.agentEventsAck, { session_id: sessionId, seq });
     this.#o.onAgents(agents);
     for (const wake of [...this.#waiters]) wake();
   }
@@ -95,7 +87,7 @@ export class RunnerLink {
     const round = async () => {
       const signal = AbortSignal.timeout(timeoutMs);
       try {
-        await connection.peer.request(SocketMethod.ping, {}, { signal });
+        await connection.peer.request(SocketMethods.ping, {}, { signal });
       } catch (err) {
         if (this.#connection !== connection) return;
         if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return;
@@ -145,8 +137,10 @@ export class RunnerLink {
         continue;
       }
       try {
-        const raw = await connection.peer.request(SocketMethod.agentStart, params, { timeoutMs: 30_000 });
-        return AgentStartResultSchema.parse(raw).pid;
+        const started = await connection.peer.request(SocketMethods.agentStart, params, {
+          timeoutMs: 30_000,
+        });
+        return started.pid;
       } catch (err) {
         if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) continue;
         throw err;
@@ -158,19 +152,19 @@ export class RunnerLink {
   async interruptAgent(sessionId: string): Promise<boolean> {
     const connection = this.#connection;
     if (!connection) return false;
-    const raw = await connection.peer.request(
-      SocketMethod.agentInterrupt,
+    const answer = await connection.peer.request(
+      SocketMethods.agentInterrupt,
       { session_id: sessionId },
       { timeoutMs: 10_000 },
     );
-    return AgentInterruptResultSchema.parse(raw).interrupted;
+    return answer.interrupted;
   }
 
   /** The session object stored a session's events up to `seq`: the runner may forget them. */
   ackEvents(sessionId: string, seq: number): void {
     if (seq <= (this.#acked.get(sessionId) ?? 0)) return;
     this.#acked.set(sessionId, seq);
-    this.#connection?.peer.notify(SocketMethod.agentEventsAck, { session_id: sessionId, seq });
+    this.#connection?.peer.notify(SocketMethods.agentEventsAck, { session_id: sessionId, seq });
   }
 
   /** The session is over here: forget what was kept for it. */
@@ -190,12 +184,11 @@ export class RunnerLink {
       }
       if ((this.#delivered.get(sessionId) ?? 0) >= seq) return;
       try {
-        const raw = await connection.peer.request(
-          SocketMethod.agentMessage,
+        const result = await connection.peer.request(
+          SocketMethods.agentMessage,
           { session_id: sessionId, seq, text },
           { signal },
         );
-        const result = AgentMessageResultSchema.parse(raw);
         this.#delivered.set(sessionId, Math.max(this.#delivered.get(sessionId) ?? 0, result.delivered_seq));
         return;
       } catch (err) {
@@ -210,12 +203,11 @@ export class RunnerLink {
     const connection = this.#connection;
     if (!connection) return;
     try {
-      const raw = await connection.peer.request(
-        SocketMethod.agentStop,
+      const exit = await connection.peer.request(
+        SocketMethods.agentStop,
         { session_id: sessionId, reason, grace_ms: graceMs },
         { timeoutMs: graceMs + 3_000 },
       );
-      const exit = AgentStopResultSchema.parse(raw);
       this.#o.logger.info(
         { session: sessionId, exit_code: exit.exit_code, signal: exit.signal },
         "agent stopped",

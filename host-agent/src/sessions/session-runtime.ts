@@ -3,9 +3,10 @@ import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
+import type { RequestMethod } from "../../../protocol/rpc/method.js";
 import type { AgentStartParams } from "../../../protocol/socket.js";
-import { SocketMethod } from "../../../protocol/socket.js";
-import { type HostNotice, TunnelMethod } from "../../../protocol/tunnel.js";
+import { SocketMethods } from "../../../protocol/socket.js";
+import { type HostNotice, TunnelMethods } from "../../../protocol/tunnel.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
@@ -39,11 +40,11 @@ const DEFAULT_BACKSTOP_MS = 5 * 60_000;
 /** The host gives up this much before the container-client, so the droid hears the host's reason. */
 const HOST_BACKSTOP_MARGIN_MS = 5_000;
 /** The tunnel method each forwarded socket method becomes. */
-const FORWARDED: Readonly<Record<OublietteMethod, string>> = {
-  [SocketMethod.oublietteTools]: TunnelMethod.oublietteTools,
-  [SocketMethod.oublietteCallTool]: TunnelMethod.oublietteCall,
-  [SocketMethod.sessionMessage]: TunnelMethod.childMessage,
-  [SocketMethod.sessionEvents]: TunnelMethod.ownEvents,
+const FORWARDED: Readonly<Record<OublietteMethod, RequestMethod>> = {
+  [SocketMethods.oublietteTools.name]: TunnelMethods.oublietteTools,
+  [SocketMethods.oublietteCallTool.name]: TunnelMethods.oublietteCall,
+  [SocketMethods.sessionMessage.name]: TunnelMethods.childMessage,
+  [SocketMethods.sessionEvents.name]: TunnelMethods.ownEvents,
 };
 
 /** Longest an Oubliette tool call of a droid may take (a container exec's longest timeout, and some). */
@@ -172,14 +173,8 @@ export class SessionRuntime {
   }
 
   /** A droid's use of Oubliette's tools: to the session object, which checks its key. */
-  oubliette(method: OublietteMethod, params: JsonObject, ctx: HandlerContext): Promise<JsonValue> {
-    const tunnelMethod = FORWARDED[method];
-    return this.#tunnel.ask(
-      tunnelMethod,
-      params,
-      ctx.signal,
-      OUBLIETTE_CALL_TIMEOUT_MS,
-    ) as Promise<JsonValue>;
+  oubliette(method: OublietteMethod, params: JsonObject, ctx: HandlerContext): Promise<unknown> {
+    return this.#tunnel.ask(FORWARDED[method], params, ctx.signal, OUBLIETTE_CALL_TIMEOUT_MS);
   }
 
   /** Events of the session's agent, from the runner. */

@@ -6,27 +6,20 @@
  * others).
  */
 import type { Socket } from "node:net";
-import type { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
 import { LineConnection } from "../../../lib/rpc/line-connection.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
+import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import { Limits } from "../../../protocol/limits.js";
-import {
-  OublietteCallParamsSchema,
-  OublietteToolsParamsSchema,
-  SessionEventsReadParamsSchema,
-  SessionMessageParamsSchema,
-} from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
-  AgentEventsParamsSchema,
-  CallerToolParamsSchema,
-  HelloParamsSchema,
-  PingParamsSchema,
-  SOCKET_PROTOCOL_VERSION,
-  SocketMethod,
-} from "../../../protocol/socket.js";
-import type { ContainerHandlers, SocketAuth } from "./types.js";
+  checkResult,
+  type NotificationMethod,
+  type ParsedParams,
+  type SentParams,
+} from "../../../protocol/rpc/method.js";
+import { SOCKET_PROTOCOL_VERSION, SocketMethods } from "../../../protocol/socket.js";
+import type { ContainerHandlers, OublietteForward, SocketAuth } from "./types.js";
 
 /** What a connection needs from the server that accepted it. */
 export interface ConnectionContext {
@@ -36,7 +29,7 @@ export interface ConnectionContext {
   readonly handlers: ContainerHandlers;
   readonly auth: SocketAuth;
   /** The config notification's params to push to a session's client after its hello, if any. */
-  config(sessionId: string): unknown;
+  config(sessionId: string): CallerToolsConfig | undefined;
 }
 
 /** Failed `hello`s after which the connection is dropped. */
@@ -66,7 +59,7 @@ export class ContainerConnection {
       // This end pauses under pressure; the container end never does (see LineConnection).
       pauseOnPressure: true,
       gate: (method) =>
-        this.#role !== null || method === SocketMethod.hello || method === SocketMethod.ping
+        this.#role !== null || method === SocketMethods.hello.name || method === SocketMethods.ping.name
           ? undefined
           : new RpcError(RpcErrorCode.Unauthenticated, "unauthenticated: send hello first"),
     });
@@ -97,7 +90,7 @@ export class ContainerConnection {
   }
 
   /** Sends a notification if this connection is an authenticated client of `sessionId`. */
-  notifyClient(sessionId: string, method: string, params: unknown): void {
+  notifyClient<M extends NotificationMethod>(sessionId: string, method: M, params: SentParams<M>): void {
     if (this.#role === "client" && this.#sessionId === sessionId) this.peer.notify(method, params);
   }
 
@@ -115,8 +108,8 @@ export class ContainerConnection {
 
   #serve(peer: RpcPeer): void {
     const { handlers } = this.#ctx;
-    peer.handle(SocketMethod.ping, PingParamsSchema, () => ({}));
-    peer.handle(SocketMethod.hello, HelloParamsSchema, async (params) => {
+    peer.handle(SocketMethods.ping, () => ({}));
+    peer.handle(SocketMethods.hello, async (params) => {
       // A session's client may be back before the runner that names its secret (a re-adopted
       // container): it waits for the runner rather than being refused for good.
       if (params.role === "client" && params.session_token !== undefined && this.#role === null) {
@@ -129,31 +122,26 @@ export class ContainerConnection {
         protocol_version: SOCKET_PROTOCOL_VERSION,
       };
     });
-    peer.handle(SocketMethod.callerTool, CallerToolParamsSchema, (params, ctx) => {
+    peer.handle(SocketMethods.callerTool, (params, ctx) => {
       // Only a client has a session; the runner makes no calls of its own.
       const sessionId = this.#sessionId;
       if (sessionId === null)
         throw new RpcError(RpcErrorCode.Unauthenticated, "caller_tool needs a session's connection");
       return handlers.callerTool(sessionId, params, ctx);
     });
-    peer.handle(SocketMethod.oublietteTools, OublietteToolsParamsSchema, (params, ctx) =>
-      handlers.oubliette(this.#clientSession("oubliette_tools"), SocketMethod.oublietteTools, params, ctx),
-    );
-    peer.handle(SocketMethod.oublietteCallTool, OublietteCallParamsSchema, (params, ctx) =>
-      handlers.oubliette(
-        this.#clientSession("oubliette_call_tool"),
-        SocketMethod.oublietteCallTool,
-        params,
-        ctx,
-      ),
-    );
-    peer.handle(SocketMethod.sessionMessage, SessionMessageParamsSchema, (params, ctx) =>
-      handlers.oubliette(this.#clientSession("session_message"), SocketMethod.sessionMessage, params, ctx),
-    );
-    peer.handle(SocketMethod.sessionEvents, SessionEventsReadParamsSchema, (params, ctx) =>
-      handlers.oubliette(this.#clientSession("session_events"), SocketMethod.sessionEvents, params, ctx),
-    );
-    peer.onNotification(SocketMethod.agentEvents, AgentEventsParamsSchema, (params) => {
+    // Passed on to the session's object; its answer is checked against the socket's schema and sent as it came.
+    const forward = <M extends OublietteForward>(method: M) =>
+      peer.handle(method, async (params, ctx) =>
+        checkResult(
+          method,
+          await handlers.oubliette(this.#clientSession(method.name), method.name, params, ctx),
+        ),
+      );
+    forward(SocketMethods.oublietteTools);
+    forward(SocketMethods.oublietteCallTool);
+    forward(SocketMethods.sessionMessage);
+    forward(SocketMethods.sessionEvents);
+    peer.onNotification(SocketMethods.agentEvents, (params) => {
       if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);
     });
   }
@@ -165,7 +153,7 @@ export class ContainerConnection {
     return this.#sessionId;
   }
 
-  #hello(params: z.output<typeof HelloParamsSchema>): void {
+  #hello(params: ParsedParams<typeof SocketMethods.hello>): void {
     const { role } = params;
     // The first successful hello binds the connection; a second one cannot change what it is.
     const sessionId =
@@ -205,7 +193,7 @@ export class ContainerConnection {
     } else if (sessionId !== null) {
       const config = this.#ctx.config(sessionId);
       if (config !== undefined)
-        setImmediate(() => this.notifyClient(sessionId, SocketMethod.callerToolsConfig, config));
+        setImmediate(() => this.notifyClient(sessionId, SocketMethods.callerToolsConfig, config));
     }
   }
 }

@@ -10,7 +10,7 @@ import { dirname } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { withSocketPath } from "../../../lib/unix-path.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import { SocketMethod } from "../../../protocol/socket.js";
+import { SocketMethods } from "../../../protocol/socket.js";
 import { type ConnectionContext, ContainerConnection } from "./container-connection.js";
 import type { ContainerHandlers, SocketAuth } from "./types.js";
 
@@ -99,7 +99,7 @@ export class RelaySocketServer {
   setCallerToolsConfig(sessionId: string, config: CallerToolsConfig): void {
     this.#configs.set(sessionId, config);
     for (const connection of this.#connections)
-      connection.notifyClient(sessionId, SocketMethod.callerToolsConfig, config);
+      connection.notifyClient(sessionId, SocketMethods.callerToolsConfig, config);
     this.#log.info(
       { session: sessionId, caller_id: config.caller_id, tools: config.tools.length },
       "caller tools config pushed",
@@ -109,7 +109,7 @@ export class RelaySocketServer {
   /** Tells a session's clients that the tools their key allows may have changed (they list them again). */
   oublietteToolsChanged(sessionId: string): void {
     for (const connection of this.#connections)
-      connection.notifyClient(sessionId, SocketMethod.oublietteToolsChanged, {});
+      connection.notifyClient(sessionId, SocketMethods.oublietteToolsChanged, {});
   }
 
   /** A session is over: forget its config and close its clients' connections (its secret is void now). */

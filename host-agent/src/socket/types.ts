@@ -1,7 +1,7 @@
 import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
-import type { RunnerAgent } from "../../../protocol/socket.js";
+import type { RunnerAgent, SocketMethods } from "../../../protocol/socket.js";
 import type { ContainerConnection } from "./container-connection.js";
 
 /** One caller tool call, as the droid's container-client asked for it. */
@@ -25,11 +25,12 @@ export interface SocketAuth {
 }
 
 /** What a droid asks of its session's object through the socket (passed on, answered there). */
-export type OublietteMethod =
-  | "oubliette_tools"
-  | "oubliette_call_tool"
-  | "session_message"
-  | "session_events";
+export type OublietteForward = (typeof SocketMethods)[
+  | "oublietteTools"
+  | "oublietteCallTool"
+  | "sessionMessage"
+  | "sessionEvents"];
+export type OublietteMethod = OublietteForward["name"];
 
 /** What the host-agent does with what arrives on a project's container socket. */
 export interface ContainerHandlers {
@@ -41,14 +42,15 @@ export interface ContainerHandlers {
   callerTool(sessionId: string, request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue>;
   /**
    * A droid's use of Oubliette's own tools (`oubliette_tools` / `oubliette_call_tool`), passed on
-   * to its session's object, which checks the API key; resolves with its answer or throws an RpcError.
+   * to its session's object, which checks the API key; resolves with its answer as the object sent
+   * it (the connection checks it against the socket's schema) or throws an RpcError.
    */
   oubliette(
     sessionId: string,
     method: OublietteMethod,
     params: JsonObject,
     ctx: HandlerContext,
-  ): Promise<JsonValue>;
+  ): Promise<unknown>;
   /**
    * A connection presented the runner's secret: null admits it, a message refuses it (while
    * another runner is connected, the container has one runner and it is that one).

@@ -3,26 +3,12 @@ import type { HandlerContext, RpcPeer } from "../../../lib/rpc/peer.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { HostDisk } from "../../../protocol/tunnel.js";
 import {
-  HostHelloResultSchema,
   type RuntimeKind,
-  SessionStartParamsSchema,
-  SessionStopParamsSchema,
   TUNNEL_PROTOCOL_VERSION,
   type TunnelFailure,
   TunnelFailureSchema,
-  TunnelMethod,
+  TunnelMethods,
 } from "../../../protocol/tunnel.js";
-import {
-  ContainerExecParamsSchema,
-  ContainerLogsParamsSchema,
-  ProjectEnsureParamsSchema,
-  ProjectRefreshParamsSchema,
-  ProjectRemoveParamsSchema,
-  ProjectStopParamsSchema,
-  WorkspaceCreateParamsSchema,
-  WorkspaceDeleteParamsSchema,
-  WorkspaceReadParamsSchema,
-} from "../../../protocol/tunnel-projects.js";
 import { HostError } from "../projects/errors.js";
 import type { ProjectManager } from "../projects/project-manager.js";
 import { type TunnelTiming, toWs } from "./reconnecting-socket.js";
@@ -99,8 +85,8 @@ export class HostControl {
   async #hello(peer: RpcPeer): Promise<void> {
     const { hostId, runtime, agentVersion, maxSessions, host, logger } = this.#o;
     try {
-      const raw = await peer.request(
-        TunnelMethod.hostHello,
+      const hello = await peer.request(
+        TunnelMethods.hostHello,
         {
           v: TUNNEL_PROTOCOL_VERSION,
           host_id: hostId,
@@ -113,7 +99,6 @@ export class HostControl {
         },
         { timeoutMs: HELLO_TIMEOUT_MS, timeoutMessage: "no answer to host_hello" },
       );
-      const hello = HostHelloResultSchema.parse(raw);
       logger.info({ host_id: hello.host_id }, "registered with the Worker");
       host.reconnectTunnels();
     } catch (err) {
@@ -136,8 +121,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
       }
     };
   peer.handle(
-    TunnelMethod.sessionStart,
-    SessionStartParamsSchema,
+    TunnelMethods.sessionStart,
     guard(
       (p) => `could not start session ${p.session_id}`,
       async (p) => {
@@ -147,8 +131,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.sessionStop,
-    SessionStopParamsSchema,
+    TunnelMethods.sessionStop,
     guard(
       (p) => `could not stop session ${p.session_id}`,
       async (p) => {
@@ -158,8 +141,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.projectEnsure,
-    ProjectEnsureParamsSchema,
+    TunnelMethods.projectEnsure,
     guard(
       (p) => `could not start project ${p.project_id}`,
       async (p) => {
@@ -169,8 +151,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.projectStop,
-    ProjectStopParamsSchema,
+    TunnelMethods.projectStop,
     guard(
       (p) => `could not stop project ${p.project_id}`,
       async (p) => {
@@ -180,8 +161,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.projectRemove,
-    ProjectRemoveParamsSchema,
+    TunnelMethods.projectRemove,
     guard(
       (p) => `could not remove project ${p.project_id}`,
       async (p) => {
@@ -191,16 +171,14 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.projectRefresh,
-    ProjectRefreshParamsSchema,
+    TunnelMethods.projectRefresh,
     guard(
       (p) => `could not refresh project ${p.project_id}`,
       async (p) => ({ container_id: (await host.refreshProject(p.project_id, p.spec)).containerId }),
     ),
   );
   peer.handle(
-    TunnelMethod.workspaceCreate,
-    WorkspaceCreateParamsSchema,
+    TunnelMethods.workspaceCreate,
     guard(
       (p) => `could not create workspace ${p.workspace_id} of ${p.project_id}`,
       (p) =>
@@ -212,8 +190,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.workspaceDelete,
-    WorkspaceDeleteParamsSchema,
+    TunnelMethods.workspaceDelete,
     guard(
       (p) => `could not delete workspace ${p.workspace_id} of ${p.project_id}`,
       async (p) => {
@@ -223,16 +200,14 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.workspaceRead,
-    WorkspaceReadParamsSchema,
+    TunnelMethods.workspaceRead,
     guard(
       (p) => `could not read ${p.path} in workspace ${p.workspace_id} of ${p.project_id}`,
       (p) => host.readWorkspace(p.project_id, p.workspace_id, p.path, p.kind, p.max_bytes),
     ),
   );
   peer.handle(
-    TunnelMethod.containerExec,
-    ContainerExecParamsSchema,
+    TunnelMethods.containerExec,
     guard(
       (p) => `could not exec in project ${p.project_id}`,
       // The Worker cancels an exec (its job was cancelled) with notifications/cancelled: kill it.
@@ -240,8 +215,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     ),
   );
   peer.handle(
-    TunnelMethod.containerLogs,
-    ContainerLogsParamsSchema,
+    TunnelMethods.containerLogs,
     guard(
       (p) => `could not read the logs of project ${p.project_id}`,
       (p) => host.logs(p),

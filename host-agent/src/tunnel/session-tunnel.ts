@@ -8,19 +8,15 @@ import {
   type CallerToolsConfig,
   rpcErrorToOutcome,
 } from "../../../protocol/caller-tools.js";
-import { type JsonObject, JsonValueSchema } from "../../../protocol/json.js";
+import type { JsonObject } from "../../../protocol/json.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
+import { type ParsedResult, parseResult, type RequestMethod } from "../../../protocol/rpc/method.js";
 import {
-  DroidInterruptParamsSchema,
-  DroidMessageParamsSchema,
   type HostNotice,
-  SessionEventsResultSchema,
-  SessionHelloResultSchema,
   type SessionUsageParams,
   TUNNEL_PROTOCOL_VERSION,
-  TunnelCallerToolsConfigSchema,
-  TunnelMethod,
+  TunnelMethods,
 } from "../../../protocol/tunnel.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import type { TunnelTiming } from "./reconnecting-socket.js";
@@ -86,9 +82,9 @@ export class SessionTunnel {
   constructor(options: SessionTunnelOptions) {
     this.#o = options;
     this.#calls = new ResumableCalls<CallerToolOutcome>({
-      method: TunnelMethod.callerTool,
+      method: TunnelMethods.callerTool.name,
       peer: () => this.#ready,
-      answered: (result) => ({ ok: true, result: JsonValueSchema.parse(result) }),
+      answered: (result) => ({ ok: true, result: parseResult(TunnelMethods.callerTool, result) }),
       refused: (err) =>
         rpcErrorToOutcome(
           err instanceof RpcError ? err.toErrorObject() : { code: -32603, message: String(err) },
@@ -193,9 +189,15 @@ export class SessionTunnel {
 
   /**
    * One request to the session object (not re-sent after a reconnect: the droid asks again),
-   * waiting up to READY_WAIT_MS for the tunnel; `signal` gives up (the droid cancelled).
+   * waiting up to READY_WAIT_MS for the tunnel; `signal` gives up (the droid cancelled). A
+   * forwarder: params and answer pass as they are (the droid's side parses the answer).
    */
-  async ask(method: string, params: unknown, signal: AbortSignal, timeoutMs: number): Promise<unknown> {
+  async ask(
+    method: RequestMethod,
+    params: unknown,
+    signal: AbortSignal,
+    timeoutMs: number,
+  ): Promise<unknown> {
     if (!this.#ready) {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(unreachable()), READY_WAIT_MS);
@@ -216,31 +218,29 @@ export class SessionTunnel {
     }
     const peer = this.#ready;
     if (!peer) throw unreachable();
-    return peer.request(method, params, { signal, timeoutMs });
+    return peer.request(method.name, params, { signal, timeoutMs });
   }
 
   /** Reports the session's model usage (totals; the latest is re-sent after a reconnect). */
   reportUsage(usage: SessionUsageParams): void {
     this.#usage = usage;
-    this.#ready?.notify(TunnelMethod.sessionUsage, usage);
+    this.#ready?.notify(TunnelMethods.sessionUsage, usage);
   }
 
   #serve(peer: RpcPeer): void {
-    peer.onNotification(TunnelMethod.callerToolsConfig, TunnelCallerToolsConfigSchema, (config) =>
-      this.#o.onConfig(config),
-    );
-    peer.onNotification(TunnelMethod.droidInterrupt, DroidInterruptParamsSchema, () => this.#o.onInterrupt());
-    peer.handle(TunnelMethod.droidMessage, DroidMessageParamsSchema, async (params, ctx) => {
+    peer.onNotification(TunnelMethods.callerToolsConfig, (config) => this.#o.onConfig(config));
+    peer.onNotification(TunnelMethods.droidInterrupt, () => this.#o.onInterrupt());
+    peer.handle(TunnelMethods.droidMessage, async (params, ctx) => {
       await this.#o.onDroidMessage(params.seq, params.text, ctx.signal);
       return {};
     });
   }
 
   async #hello(peer: RpcPeer): Promise<void> {
-    let raw: unknown;
+    let hello: ParsedResult<typeof TunnelMethods.sessionHello>;
     try {
-      raw = await peer.request(
-        TunnelMethod.sessionHello,
+      hello = await peer.request(
+        TunnelMethods.sessionHello,
         { v: TUNNEL_PROTOCOL_VERSION, host_id: this.#o.hostId },
         { timeoutMs: HELLO_TIMEOUT_MS, timeoutMessage: "no answer to session_hello" },
       );
@@ -255,20 +255,14 @@ export class SessionTunnel {
       this.#link.drop();
       return;
     }
-    const hello = SessionHelloResultSchema.safeParse(raw);
-    if (!hello.success) {
-      this.#o.logger.error("invalid session_hello result; reconnecting");
-      this.#link.drop();
-      return;
-    }
     if (this.#link.peer !== peer) return;
     this.#ready = peer;
     for (const wake of this.#readyWaiters.splice(0)) wake();
-    this.#stored(hello.data.stored_event_seq);
-    this.#o.onConfig(hello.data.config);
-    this.#o.onStoredUsage(hello.data.usage, hello.data.max_cost_usd);
+    this.#stored(hello.stored_event_seq);
+    this.#o.onConfig(hello.config);
+    this.#o.onStoredUsage(hello.usage, hello.max_cost_usd);
     this.#o.onReady?.();
-    if (this.#usage) peer.notify(TunnelMethod.sessionUsage, this.#usage);
+    if (this.#usage) peer.notify(TunnelMethods.sessionUsage, this.#usage);
     this.#calls.resend(peer);
     if (this.#ending) void this.#sendEnd(peer);
     void this.#pump();
@@ -279,7 +273,7 @@ export class SessionTunnel {
     if (!ending) return;
     try {
       const params = { reason: ending.reason, ...(ending.notice ? { notice: ending.notice } : {}) };
-      await peer.request(TunnelMethod.sessionEnd, params, { timeoutMs: HELLO_TIMEOUT_MS });
+      await peer.request(TunnelMethods.sessionEnd, params, { timeoutMs: HELLO_TIMEOUT_MS });
       ending.resolve();
     } catch (err) {
       if (err instanceof RpcError && err.code !== RpcErrorCode.ConnectionClosed && err.reason !== "timeout") {
@@ -296,9 +290,8 @@ export class SessionTunnel {
       batchEvents(this.#events.slice(0, MAX_EVENTS_PER_BATCH), Limits.frameBytes - MAX_ENVELOPE_BYTES)[0] ??
       [];
     try {
-      const raw = await peer.request(TunnelMethod.sessionEvents, { events: batch });
-      const result = SessionEventsResultSchema.safeParse(raw);
-      this.#stored(result.success ? result.data.stored_seq : (batch.at(-1)?.seq ?? 0));
+      const result = await peer.request(TunnelMethods.sessionEvents, { events: batch });
+      this.#stored(result.stored_seq);
     } catch (err) {
       if (err instanceof RpcError && err.code === RpcErrorCode.ConnectionClosed) return;
       // Never re-send a batch the object refused: it would refuse it forever.

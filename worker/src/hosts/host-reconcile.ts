@@ -1,6 +1,6 @@
-import type { z } from "zod";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
-import { type HostHelloParamsSchema, TunnelMethod } from "../../../protocol/tunnel.js";
+import type { ParsedParams, RequestMethod, SentParams, SentResult } from "../../../protocol/rpc/method.js";
+import { TunnelMethods } from "../../../protocol/tunnel.js";
 import type { AuditEntry } from "../audit/audit-log-do.js";
 import type { Result } from "../errors.js";
 import { errorMessage, type Log } from "../log.js";
@@ -10,7 +10,7 @@ import type { ConnectedHost } from "./host-channels.js";
 import type { HostStore } from "./host-store.js";
 
 /** What a host says in `host_hello`: who it is, and what it really runs and has. */
-export type HostHelloParams = z.output<typeof HostHelloParamsSchema>;
+export type HostHelloParams = ParsedParams<typeof TunnelMethods.hostHello>;
 
 /** What reconciliation needs from the registry. */
 export interface HostReconcileDeps {
@@ -18,7 +18,7 @@ export interface HostReconcileDeps {
   /** Hosts connected now (see connectedHosts). */
   connected(): ConnectedHost[];
   /** Sends a request to a host; reconciliation does not wait for its answer. */
-  request(ws: WebSocket, method: string, params: unknown): Promise<Result<unknown>>;
+  request<M extends RequestMethod>(ws: WebSocket, method: M, params: SentParams<M>): Promise<Result<unknown>>;
   /** Ends a session its host lost (the session object records why). */
   hostLost(sessionId: string, reason: string): Promise<unknown>;
   /** Whether a project still exists (its project object says so). */
@@ -47,7 +47,7 @@ export class HostReconcile {
   }
 
   /** `host_hello`: the connection becomes the host's registered channel, reconciled against its report. */
-  async hello(ws: WebSocket, params: HostHelloParams): Promise<unknown> {
+  async hello(ws: WebSocket, params: HostHelloParams): Promise<SentResult<typeof TunnelMethods.hostHello>> {
     const a = hostAttachment(ws);
     if (a === null) throw new RpcError(RpcErrorCode.Unauthenticated, "not a host connection");
     requireTunnelVersion(ws, params.v);
@@ -160,7 +160,7 @@ export class HostReconcile {
     for (const sessionId of running) {
       if (known.has(sessionId)) continue;
       this.#d.log.info("stopping a session the host should not run", { host: hostId, session: sessionId });
-      void this.#d.request(ws, TunnelMethod.sessionStop, {
+      void this.#d.request(ws, TunnelMethods.sessionStop, {
         session_id: sessionId,
         reason: "the session is not placed on this host (it ended while the host was away)",
       });
@@ -186,7 +186,7 @@ export class HostReconcile {
         continue;
       }
       log.info("removing a deleted project from its host", { host: hostId, project: projectId });
-      void this.#d.request(ws, TunnelMethod.projectRemove, { project_id: projectId });
+      void this.#d.request(ws, TunnelMethods.projectRemove, { project_id: projectId });
     }
   }
 

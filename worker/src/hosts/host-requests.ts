@@ -2,7 +2,8 @@ import { Limits } from "../../../protocol/limits.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { encodeError, encodeResult, type JsonRpcId, parseFrame } from "../../../protocol/rpc/messages.js";
-import { HostHelloParamsSchema, type SessionSpec, TunnelMethod } from "../../../protocol/tunnel.js";
+import type { SentResult } from "../../../protocol/rpc/method.js";
+import { type SessionSpec, TunnelMethods } from "../../../protocol/tunnel.js";
 import { fail, ok, type Result } from "../errors.js";
 import { errorMessage, type Log } from "../log.js";
 import { MethodTable } from "../rpc/method-table.js";
@@ -19,7 +20,7 @@ export interface HostRequestsDeps {
   placement: Pick<HostPlacement, "connectedHost" | "hostOfProject">;
   pending: PendingHostRequests;
   /** Serves `host_hello`: the host registers and is reconciled (see HostReconcile.hello). */
-  hello(ws: WebSocket, params: HostHelloParams): Promise<unknown>;
+  hello(ws: WebSocket, params: HostHelloParams): Promise<SentResult<typeof TunnelMethods.hostHello>>;
   log: Log;
 }
 
@@ -35,9 +36,7 @@ export class HostRequests {
 
   constructor(deps: HostRequestsDeps) {
     this.#d = deps;
-    this.#methods.handle(TunnelMethod.hostHello, HostHelloParamsSchema, (params, ws) =>
-      deps.hello(ws, params),
-    );
+    this.#methods.handle(TunnelMethods.hostHello, (params, ws) => deps.hello(ws, params));
   }
 
   /**
@@ -64,7 +63,7 @@ export class HostRequests {
         `host ${hostId} disconnected before it could start session ${input.sessionId}`,
       );
     }
-    const workspace = await pending.send(host.ws, TunnelMethod.workspaceCreate, {
+    const workspace = await pending.send(host.ws, TunnelMethods.workspaceCreate, {
       project_id: input.projectId,
       workspace_id: input.workspaceId,
       init_git: input.workspace.initGit,
@@ -73,7 +72,7 @@ export class HostRequests {
       ...(input.project.limits.disk_mb !== undefined ? { disk_mb: input.project.limits.disk_mb } : {}),
     });
     const started = workspace.ok
-      ? await pending.send(host.ws, TunnelMethod.sessionStart, {
+      ? await pending.send(host.ws, TunnelMethods.sessionStart, {
           session_id: input.sessionId,
           project_id: input.projectId,
           workspace_id: input.workspaceId,
@@ -94,7 +93,7 @@ export class HostRequests {
     const host = this.#d.placement.connectedHost(hostId);
     // A host that is away is told when it comes back: its report will name a session it should not run.
     if (!host) return ok(undefined);
-    const stopped = await this.#d.pending.send(host.ws, TunnelMethod.sessionStop, {
+    const stopped = await this.#d.pending.send(host.ws, TunnelMethods.sessionStop, {
       session_id: input.sessionId,
       reason: input.reason,
     });
@@ -133,7 +132,7 @@ export class HostRequests {
     const host = this.#d.placement.connectedHost(hostId);
     // A host that is away hears of it when it is back: it reports a project that is not placed there.
     if (!host) return ok(undefined);
-    const removed = await this.#d.pending.send(host.ws, TunnelMethod.projectRemove, {
+    const removed = await this.#d.pending.send(host.ws, TunnelMethods.projectRemove, {
       project_id: input.projectId,
     });
     return removed.ok ? ok(undefined) : fail(removed.error.code, removed.error.message);
@@ -170,7 +169,7 @@ export class HostRequests {
   /** Runs a method the host calls; nothing but `host_hello` before its hello was accepted. */
   #serve(ws: WebSocket, id: JsonRpcId, method: string, params: unknown): void {
     const ready = hostAttachment(ws)?.ready === true;
-    if (!ready && method !== TunnelMethod.hostHello) {
+    if (!ready && method !== TunnelMethods.hostHello.name) {
       trySend(ws, encodeError(id, new RpcError(RpcErrorCode.Unauthenticated, "send host_hello first")));
       return;
     }

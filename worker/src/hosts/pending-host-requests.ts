@@ -1,4 +1,5 @@
-import { CANCELLED, encodeNotification, encodeRequest, type Frame } from "../../../protocol/rpc/messages.js";
+import { Cancelled, encodeNotification, encodeRequest, type Frame } from "../../../protocol/rpc/messages.js";
+import type { RequestMethod, SentParams } from "../../../protocol/rpc/method.js";
 import { type ErrorCode, fail, ok, type Result } from "../errors.js";
 import { trySend } from "./host-channels.js";
 
@@ -10,6 +11,11 @@ interface PendingRequest {
   timer: ReturnType<typeof setTimeout>;
   /** The caller's name for it, when it may be cancelled (`cancel`). */
   cancelKey?: string;
+}
+
+export interface SendOptions {
+  timeoutMs?: number | undefined;
+  cancelKey?: string | undefined;
 }
 
 /** What the pending requests need from the registry. */
@@ -32,13 +38,26 @@ export class PendingHostRequests {
     this.#d = deps;
   }
 
-  /** Sends a request on a host's channel and waits for its answer (a failure, never a throw). */
+  /**
+   * Sends a request on a host's channel and waits for its answer (a failure, never a throw): of a
+   * method's descriptor (params typed by it), or of a bare name (a project request passed on from
+   * a tool, whose answer its caller parses). The answer comes back as the host sent it: the
+   * registry's own requests need only whether they succeeded.
+   */
+  send<M extends RequestMethod>(
+    ws: WebSocket,
+    method: M,
+    params: SentParams<M>,
+    options?: SendOptions,
+  ): Promise<Result<unknown>>;
+  send(ws: WebSocket, method: string, params: unknown, options?: SendOptions): Promise<Result<unknown>>;
   send(
     ws: WebSocket,
-    method: string,
+    descriptor: RequestMethod | string,
     params: unknown,
-    options: { timeoutMs?: number | undefined; cancelKey?: string | undefined } = {},
+    options: SendOptions = {},
   ): Promise<Result<unknown>> {
+    const method = typeof descriptor === "string" ? descriptor : descriptor.name;
     const id = crypto.randomUUID();
     const timeoutMs = options.timeoutMs ?? this.#d.ackTimeoutMs();
     return new Promise((resolve) => {
@@ -80,7 +99,7 @@ export class PendingHostRequests {
       if (pending.cancelKey !== cancelKey) continue;
       this.#pending.delete(id);
       clearTimeout(pending.timer);
-      trySend(pending.ws, encodeNotification(CANCELLED, { requestId: id, reason }));
+      trySend(pending.ws, encodeNotification(Cancelled, { requestId: id, reason }));
       pending.resolve(fail("cancelled", `${pending.method} was cancelled: ${reason}`));
       return true;
     }

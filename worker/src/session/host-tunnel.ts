@@ -5,19 +5,12 @@ import {
   type CallerToolsConfig,
   failureToRpcError,
 } from "../../../protocol/caller-tools.js";
-import type { JsonObject } from "../../../protocol/json.js";
+import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import { Limits } from "../../../protocol/limits.js";
-import {
-  OublietteCallParamsSchema,
-  type OublietteTool,
-  OublietteToolsParamsSchema,
-  SessionEventsReadParamsSchema,
-  SessionMessageParamsSchema,
-} from "../../../protocol/oubliette-tools.js";
+import type { OublietteTool } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
-  CANCELLED,
-  CancelledParamsSchema,
+  Cancelled,
   encodeError,
   encodeNotification,
   encodeRequest,
@@ -25,16 +18,12 @@ import {
   type JsonRpcId,
   parseFrame,
 } from "../../../protocol/rpc/messages.js";
+import { checkResult, type ParsedParams, type SentResult } from "../../../protocol/rpc/method.js";
 import {
   droidMessageId,
   type HostNotice,
-  SessionEndParamsSchema,
-  SessionEventsParamsSchema,
-  SessionHelloParamsSchema,
   type SessionUsageParams,
-  SessionUsageParamsSchema,
-  TunnelCallerToolParamsSchema,
-  TunnelMethod,
+  TunnelMethods,
 } from "../../../protocol/tunnel.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import { principalOf } from "../auth/principal-header.js";
@@ -81,9 +70,9 @@ export interface HostTunnelHandlers {
   /** The droid calls one of Oubliette's tools with its API key (-32001, -32002, or the tool's result). */
   oublietteCall(apiKey: string, tool: string, args: JsonObject): Promise<unknown>;
   /** The droid starts a child session through its socket (`session_message`). */
-  childMessage(params: z.output<typeof SessionMessageParamsSchema>): Promise<unknown>;
+  childMessage(params: ParsedParams<typeof TunnelMethods.childMessage>): Promise<unknown>;
   /** The droid reads its session's events, with its children's (`session_events`). */
-  ownEvents(params: z.output<typeof SessionEventsReadParamsSchema>): Promise<unknown>;
+  ownEvents(params: ParsedParams<typeof TunnelMethods.ownEvents>): Promise<unknown>;
   /** The host's model proxy reports the session's usage (totals). */
   usage(report: SessionUsageParams): void;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
@@ -107,27 +96,35 @@ export class HostTunnel {
     this.#state = state;
     this.#h = handlers;
     this.#methods
-      .handle(TunnelMethod.sessionHello, SessionHelloParamsSchema, (params, ws) => this.#hello(ws, params))
-      .handle(TunnelMethod.callerTool, TunnelCallerToolParamsSchema, (params) => {
+      .handle(TunnelMethods.sessionHello, (params, ws) => this.#hello(ws, params))
+      .handle(TunnelMethods.callerTool, (params) => {
         const outcome = handlers.callerTool(params.call_id, params.tool, params.arguments);
         return outcome === null ? DEFERRED : outcomeResult(outcome);
       })
-      .handle(TunnelMethod.sessionEvents, SessionEventsParamsSchema, (params) => ({
+      .handle(TunnelMethods.sessionEvents, (params) => ({
         stored_seq: handlers.events(params.events as AgentEvent[]),
       }))
-      .handle(TunnelMethod.sessionEnd, SessionEndParamsSchema, async (params) => {
+      .handle(TunnelMethods.sessionEnd, async (params) => {
         await handlers.end(params.reason, params.notice);
         return {};
       })
-      .handle(TunnelMethod.childMessage, SessionMessageParamsSchema, (params) =>
-        handlers.childMessage(params),
+      // The tool layer's answers, checked against the protocol and sent as it made them.
+      .handle(TunnelMethods.childMessage, async (params) =>
+        checkResult(TunnelMethods.childMessage, await handlers.childMessage(params)),
       )
-      .handle(TunnelMethod.ownEvents, SessionEventsReadParamsSchema, (params) => handlers.ownEvents(params))
-      .handle(TunnelMethod.oublietteTools, OublietteToolsParamsSchema, (params) =>
-        handlers.oublietteTools(params.api_key),
+      .handle(TunnelMethods.ownEvents, async (params) =>
+        checkResult(TunnelMethods.ownEvents, await handlers.ownEvents(params)),
       )
-      .handle(TunnelMethod.oublietteCall, OublietteCallParamsSchema, (params) =>
-        handlers.oublietteCall(params.api_key, params.tool, params.arguments),
+      .handle(TunnelMethods.oublietteTools, (params) => handlers.oublietteTools(params.api_key))
+      .handle(TunnelMethods.oublietteCall, async (params) =>
+        checkResult(
+          TunnelMethods.oublietteCall,
+          await handlers.oublietteCall(params.api_key, params.tool, params.arguments),
+        ),
+      )
+      .onNotification(TunnelMethods.sessionUsage, (report) => handlers.usage(report))
+      .onNotification(Cancelled, (params) =>
+        handlers.cancel(String(params.requestId), params.reason ?? "the droid cancelled the call"),
       );
   }
 
@@ -159,18 +156,18 @@ export class HostTunnel {
   }
 
   sendConfig(config: CallerToolsConfig): void {
-    this.#send(encodeNotification(TunnelMethod.callerToolsConfig, config));
+    this.#send(encodeNotification(TunnelMethods.callerToolsConfig, config));
   }
 
   /** Asks the host to interrupt the droid's turn; false when no host tunnel is open to carry it. */
   sendInterrupt(): boolean {
     const open = this.#state.getWebSockets("host").some((ws) => attachment(ws)?.ready);
-    if (open) this.#send(encodeNotification(TunnelMethod.droidInterrupt, {}));
+    if (open) this.#send(encodeNotification(TunnelMethods.droidInterrupt, {}));
     return open;
   }
 
   sendMessage(seq: number, text: string): void {
-    this.#send(encodeRequest(droidMessageId(seq), TunnelMethod.droidMessage, { seq, text }));
+    this.#send(encodeRequest(droidMessageId(seq), TunnelMethods.droidMessage, { seq, text }));
   }
 
   close(code: number, reason: string): void {
@@ -192,11 +189,11 @@ export class HostTunnel {
     const ready = attachment(ws)?.ready === true;
     switch (frame.kind) {
       case "request": {
-        if (!ready && frame.method !== TunnelMethod.sessionHello) {
+        if (!ready && frame.method !== TunnelMethods.sessionHello.name) {
           this.#reply(ws, frame.id, new RpcError(RpcErrorCode.Unauthenticated, "send session_hello first"));
           return;
         }
-        if (frame.method === TunnelMethod.callerTool && !isCallId(frame.id, frame.params)) {
+        if (frame.method === TunnelMethods.callerTool.name && !isCallId(frame.id, frame.params)) {
           this.#reply(
             ws,
             frame.id,
@@ -207,19 +204,9 @@ export class HostTunnel {
         this.#run(ws, frame.id, frame.method, frame.params);
         return;
       }
-      case "notification": {
-        if (!ready) return;
-        if (frame.method === TunnelMethod.sessionUsage) {
-          const usage = SessionUsageParamsSchema.safeParse(frame.params);
-          if (usage.success) this.#h.usage(usage.data);
-          return;
-        }
-        if (frame.method !== CANCELLED) return;
-        const params = CancelledParamsSchema.safeParse(frame.params);
-        if (params.success)
-          this.#h.cancel(String(params.data.requestId), params.data.reason ?? "the droid cancelled the call");
+      case "notification":
+        if (ready) this.#methods.notified(frame.method, frame.params, ws);
         return;
-      }
       case "result": {
         const seq = /^msg:(\d+)$/.exec(String(frame.id))?.[1];
         if (seq !== undefined) this.#h.messageDelivered(Number(seq));
@@ -257,7 +244,10 @@ export class HostTunnel {
     );
   }
 
-  #hello(ws: WebSocket, params: { v: number; host_id: string }): unknown {
+  #hello(
+    ws: WebSocket,
+    params: ParsedParams<typeof TunnelMethods.sessionHello>,
+  ): SentResult<typeof TunnelMethods.sessionHello> {
     const log = this.#h.log;
     requireTunnelVersion(ws, params.v);
     const status = this.#h.liveStatus();
@@ -302,13 +292,15 @@ export class HostTunnel {
     // After the answer to hello, the host hears of every message it has not confirmed.
     setTimeout(() => {
       for (const m of this.#h.pendingMessages())
-        trySend(ws, encodeRequest(droidMessageId(m.seq), TunnelMethod.droidMessage, m));
+        trySend(ws, encodeRequest(droidMessageId(m.seq), TunnelMethods.droidMessage, m));
     }, 0);
+    const usage = this.#h.storedUsage();
+    const budget = this.#h.budgetUsd();
     return {
       session_id: this.#h.sessionId(),
       stored_event_seq: this.#h.storedEventSeq(),
-      ...(this.#h.storedUsage() ? { usage: this.#h.storedUsage() } : {}),
-      ...(this.#h.budgetUsd() !== null ? { max_cost_usd: this.#h.budgetUsd() } : {}),
+      ...(usage ? { usage } : {}),
+      ...(budget !== null ? { max_cost_usd: budget } : {}),
       config: this.#h.config(),
     };
   }
@@ -330,7 +322,7 @@ export class HostTunnel {
 }
 
 /** The wire answer to a call: the caller's result, or an error with the failure's reason. */
-function outcomeResult(outcome: CallerToolOutcome): unknown {
+function outcomeResult(outcome: CallerToolOutcome): JsonValue | RpcError {
   return outcome.ok ? outcome.result : failureToRpcError(outcome.error.reason, outcome.error.message);
 }
 
