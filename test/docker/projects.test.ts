@@ -239,7 +239,8 @@ describe("a project's container", () => {
         command: node(
           "require('fs').writeFileSync('/tmp/slow.pid', String(process.pid)); setInterval(() => {}, 1000)",
         ),
-        timeout_ms: 1_000,
+        // Long enough for node to start and write its pid on a loaded machine.
+        timeout_ms: 3_000,
       },
     );
     expect(slow).toMatchObject({ timed_out: true, exit_code: null });
@@ -247,7 +248,7 @@ describe("a project's container", () => {
     const alive = await call<{ stdout: string }>("container_exec", {
       project_id: P,
       command: node(
-        "const p = require('fs').readFileSync('/tmp/slow.pid','utf8'); try { process.kill(Number(p), 0); process.stdout.write('alive') } catch { process.stdout.write('gone') }",
+        "const fs = require('fs'); if (!fs.existsSync('/tmp/slow.pid')) { process.stdout.write('never started'); process.exit(0) } const p = fs.readFileSync('/tmp/slow.pid','utf8'); try { process.kill(Number(p), 0); process.stdout.write('alive') } catch { process.stdout.write('gone') }",
       ),
     });
     expect(alive.stdout).toBe("gone");
