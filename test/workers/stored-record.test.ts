@@ -8,6 +8,7 @@ import { z } from "zod";
 import { AppError } from "../../worker/src/errors.js";
 import { JOB_RECORD } from "../../worker/src/jobs/job-record.js";
 import { decodeRecord, encodeRecord, type RecordFormat } from "../../worker/src/objects/stored-record.js";
+import { DEFAULT_LIMITS, storedConfig } from "../../worker/src/projects/project-config.js";
 import { RUN_ENTRY, SCHEDULE_RECORD } from "../../worker/src/schedules/schedule-formats.js";
 import { SESSION_RECORD } from "../../worker/src/session/session-record-format.js";
 
@@ -45,6 +46,12 @@ describe("decodeRecord", () => {
     expect(newer).toThrow(/thing record is version 3/);
     const wrong = () => decodeRecord(THING, JSON.stringify({ v: 2, data: { name: 1, size: 1 } }));
     expect(wrong).toThrow(/stored thing record \(version 2\) does not parse at 'name'/);
+  });
+
+  it("refuses stored text that is not JSON with the same internal error", () => {
+    const torn = () => decodeRecord(THING, '{"v":2,"data":{"na');
+    expect(torn).toThrow(AppError);
+    expect(torn).toThrow(/stored thing record is not JSON/);
   });
 
   it("reads a job record written before records had a version", () => {
@@ -159,6 +166,30 @@ describe("decodeRecord", () => {
     expect(decodeRecord(RUN_ENTRY, encodeRecord(RUN_ENTRY, run))).toEqual(run);
     expect(() => decodeRecord(RUN_ENTRY, JSON.stringify({ ...run, targets: "all" }))).toThrow(
       /stored schedule run record/,
+    );
+  });
+
+  it("reads a project config stored before the limits and an agent were renamed", () => {
+    const old = {
+      name: "old-project",
+      description: "",
+      default_agent: "claude-code",
+      default_model: null,
+      env: {},
+      limits: { ...DEFAULT_LIMITS, idle_timeout_minutes: 30, max_lifetime_hours: 24, max_recursion_depth: 2 },
+      workspace_isolation: false,
+      protected_paths: [],
+      init_git: true,
+      remote_url: null,
+    };
+    const config = storedConfig(JSON.stringify(old));
+    expect(config.default_agent).toBe("claude");
+    expect(config.limits).toEqual({ ...DEFAULT_LIMITS, max_recursion_depth: 2 });
+    // One stored before a limit existed gets its default.
+    const { disk_mb: _, ...older } = DEFAULT_LIMITS;
+    expect(storedConfig(JSON.stringify({ ...old, limits: older })).limits).toEqual(DEFAULT_LIMITS);
+    expect(() => storedConfig(JSON.stringify({ ...old, name: 7 }))).toThrow(
+      /stored project config record \(version 0\) does not parse at 'name'/,
     );
   });
 });

@@ -25,7 +25,7 @@ export function encodeRecord<S extends z.ZodType>(format: RecordFormat<S>, value
  * naming the kind — never a cast that lets a wrong shape in.
  */
 export function decodeRecord<S extends z.ZodType>(format: RecordFormat<S>, text: string): z.output<S> {
-  const json = JSON.parse(text) as unknown;
+  const json = parseJson(format.kind, text);
   const { v, data } = isEnvelope(json) ? json : { v: 0, data: json };
   if (v > format.version) {
     throw new AppError(
@@ -43,6 +43,15 @@ export function decodeRecord<S extends z.ZodType>(format: RecordFormat<S>, text:
     );
   }
   return parsed.data;
+}
+
+/** JSON text read back; text that is not JSON (a torn or foreign write) is the same internal error. */
+function parseJson(kind: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new AppError("internal", `a stored ${kind} record is not JSON`);
+  }
 }
 
 function isEnvelope(value: unknown): value is { v: number; data: unknown } {

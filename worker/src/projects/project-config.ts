@@ -13,7 +13,7 @@ import {
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import { RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
-import { decodeRecord, type RecordFormat } from "../objects/stored-record.js";
+import { decodeRecord, type RecordFormat, type SameShape } from "../objects/stored-record.js";
 
 /**
  * A project's configuration, validated once here: what its container runs, its default agent,
@@ -169,12 +169,28 @@ export function storedConfig(json: string): ProjectConfig {
   return decodeRecord(PROJECT_CONFIG, json);
 }
 
+/**
+ * A config as stored, which may predate renames: a limit that no longer exists (the minutes and
+ * hours limits, now seconds) is dropped, as reading it always ignored it, and the agent once named
+ * `claude-code` is `claude`. What `project create` accepts stays strict.
+ */
+const StoredProjectConfigSchema = ProjectConfigSchema.extend({
+  default_agent: z.preprocess(
+    (name) => (name === "claude-code" ? "claude" : name),
+    AgentNameSchema.optional(),
+  ),
+  limits: z.object(LimitsSchema.shape).default(DEFAULT_LIMITS),
+});
+
 /** Project configs are stored as bare JSON (version 0), parsed by the schema on every read. */
 const PROJECT_CONFIG = {
   kind: "project config",
   version: 0,
-  schema: ProjectConfigSchema,
-} satisfies RecordFormat<typeof ProjectConfigSchema>;
+  schema: StoredProjectConfigSchema,
+} satisfies RecordFormat<typeof StoredProjectConfigSchema>;
+
+const sameShape: SameShape<z.output<typeof StoredProjectConfigSchema>, ProjectConfig> = true;
+void sameShape;
 
 /** The checks across fields; null when the config is consistent. */
 export function configProblem(config: ProjectConfig): string | null {

@@ -3,9 +3,16 @@ import { z } from "zod";
 import type { Env } from "../env.js";
 import { capture, type Result } from "../errors.js";
 import { decodeCursor, encodeCursor } from "../objects/cursor.js";
+import { decodeRecord, type RecordFormat } from "../objects/stored-record.js";
 
-/** A row's projects (JSON text): parsed, never cast. */
 const ProjectIdsSchema = z.array(z.string());
+
+/** A row's projects (JSON text, bare: version 0): parsed, never cast. */
+const PROJECT_IDS = {
+  kind: "schedule directory projects",
+  version: 0,
+  schema: ProjectIdsSchema,
+} satisfies RecordFormat<typeof ProjectIdsSchema>;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS schedules (
@@ -76,7 +83,7 @@ export class ScheduleDirectoryDurableObject extends DurableObject<Env> {
       .toArray();
     const page: { id: string; createdAt: number }[] = [];
     for (const row of rows) {
-      const projects = ProjectIdsSchema.parse(JSON.parse(String(row.projects)));
+      const projects = decodeRecord(PROJECT_IDS, String(row.projects));
       if (only !== null && !projects.every((p) => only.has(p))) continue;
       if (input.projectId !== null && !projects.includes(input.projectId)) continue;
       page.push({ id: String(row.id), createdAt: Number(row.created_at) });

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type Scope, ScopeSchema } from "../auth/scopes.js";
-import { AppError } from "../errors.js";
+import { decodeRecord, type RecordFormat } from "../objects/stored-record.js";
 
 /**
  * The token directory's table. A token is held only as its SHA-256 (`sha256` is UNIQUE, so a
@@ -51,11 +51,14 @@ export function statusOf(row: Pick<TokenRow, "expiresAt" | "revokedAt">, now: nu
 
 const ScopesSchema = z.array(ScopeSchema);
 
+/** A token's or grant's scopes as stored (bare JSON: version 0). */
+const STORED_SCOPES = { kind: "scopes", version: 0, schema: ScopesSchema } satisfies RecordFormat<
+  typeof ScopesSchema
+>;
+
 /** A row's scopes, parsed (a row outlives the code that wrote it); an internal error if they do not. */
 export function parseScopes(value: SqlStorageValue | undefined): Scope[] {
-  const parsed = ScopesSchema.safeParse(JSON.parse(String(value)));
-  if (!parsed.success) throw new AppError("internal", "a stored token's scopes do not parse");
-  return parsed.data;
+  return decodeRecord(STORED_SCOPES, String(value));
 }
 
 function toRow(r: Record<string, SqlStorageValue>): TokenRow {
