@@ -3,6 +3,7 @@ import { AgentRestartedSchema, CommonAgentEventSchemas, DroidStatusSchema } from
 
 export { type DroidStatus, DroidStatusSchema } from "./agent-events.js";
 
+import { ApprovalDeciderSchema, ApprovalKindSchema } from "./approvals.js";
 import { CallerToolListSchema } from "./caller-tools.js";
 import { isJobEventType, JobEventBodySchemas } from "./job-events.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
@@ -75,6 +76,58 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     reason: z.string(),
     message: z.string(),
   }),
+  /**
+   * An agent asks before an action its session's policy wants asked about: what exactly (the
+   * command, the file and its change, the tool and its arguments), where, and until when. Answer
+   * with `approval_response`; no answer by the deadline is a deny.
+   */
+  z.object({
+    ...base,
+    type: z.literal("approval_request"),
+    request_id: z.string(),
+    agent: z.string(),
+    kind: ApprovalKindSchema,
+    command: z.string().optional(),
+    path: z.string().optional(),
+    diff: z.string().optional(),
+    tool: z.string().optional(),
+    arguments: JsonObjectSchema.optional(),
+    cwd: z.string().optional(),
+    summary: z.string(),
+    deadline: z.string(),
+  }),
+  /** An approval request was allowed: once, or for its kind and pattern for the rest of the session. */
+  z.object({
+    ...base,
+    type: z.literal("approval_granted"),
+    request_id: z.string(),
+    kind: ApprovalKindSchema,
+    summary: z.string(),
+    scope: z.enum(["once", "session"]),
+    by: ApprovalDeciderSchema,
+    /** The token (or OAuth grant's token) that answered, when a person did. */
+    answered_by: z.string().optional(),
+  }),
+  /** An approval request was denied (by the policy, a person, or the session's end); the agent got `message`. */
+  z.object({
+    ...base,
+    type: z.literal("approval_denied"),
+    request_id: z.string(),
+    kind: ApprovalKindSchema,
+    summary: z.string(),
+    by: ApprovalDeciderSchema,
+    message: z.string(),
+    answered_by: z.string().optional(),
+  }),
+  /** Nobody answered an approval request by its deadline: the agent was denied. */
+  z.object({
+    ...base,
+    type: z.literal("approval_expired"),
+    request_id: z.string(),
+    kind: ApprovalKindSchema,
+    summary: z.string(),
+    message: z.string(),
+  }),
   /** The session's project reached its disk bound on its host; its agents are stopped (`session_ended` follows). */
   z.object({
     ...base,
@@ -94,6 +147,7 @@ export const McpLogger = {
   session: "oubliette.session",
   callerTool: "oubliette.caller_tool",
   job: "oubliette.job",
+  approval: "oubliette.approval",
 } as const;
 
 /** Events about caller tool requests: they go to the caller whatever its log level. */
@@ -101,8 +155,19 @@ export function isCallerToolEvent(event: SessionEvent): boolean {
   return event.type === "caller_tool_request" || event.type === "caller_tool_failed";
 }
 
+/** Events about approval requests: like caller tool requests, they go out whatever the log level. */
+export function isApprovalEvent(event: SessionEvent): boolean {
+  return event.type.startsWith("approval_");
+}
+
+/** Events a caller must see to answer what waits for it, whatever its log level. */
+export function alwaysDelivered(event: SessionEvent): boolean {
+  return isCallerToolEvent(event) || isApprovalEvent(event);
+}
+
 /** Which MCP logger carries an event. */
 export function loggerFor(event: SessionEvent): string {
   if (isCallerToolEvent(event)) return McpLogger.callerTool;
+  if (isApprovalEvent(event)) return McpLogger.approval;
   return isJobEventType(event.type) ? McpLogger.job : McpLogger.session;
 }

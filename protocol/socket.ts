@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AgentEventBatchSchema, AgentStateSchema } from "./agent-events.js";
 import { AgentRuntimeSchema } from "./agent-runtimes.js";
+import { ApprovalDecisionSchema, ApprovalIdSchema, ApprovalRequestSchema } from "./approvals.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { ContainerPaths, runnerSocketPath } from "./container-layout.js";
 import { SessionIdSchema } from "./ids.js";
@@ -118,6 +119,19 @@ export const CallerToolResultSchema = JsonValueSchema;
 
 export const PingParamsSchema = z.object({}).optional();
 
+/**
+ * `approval` (runner → host-agent): an agent of session `session_id` asks permission; the
+ * answer is the session's decision. `approval_id` is the request's identity across reconnects
+ * (re-sent under the same id until it is decided); the agent waits meanwhile.
+ */
+export const ApprovalParamsSchema = z.object({
+  session_id: SessionIdSchema,
+  approval_id: ApprovalIdSchema,
+  agent: AgentRuntimeSchema,
+  request: ApprovalRequestSchema,
+});
+export type ApprovalParams = z.infer<typeof ApprovalParamsSchema>;
+
 /** `agent_events` (runner → host-agent, notification): new or re-sent events of one agent. */
 export const AgentEventsParamsSchema = AgentEventBatchSchema.extend({ session_id: SessionIdSchema });
 
@@ -132,6 +146,12 @@ export const AgentLaunchSpecSchema = z.object({
   runtime: AgentRuntimeSchema,
   model: z.string().min(1).max(256).optional(),
   model_token: z.string().min(16).max(256).optional(),
+  /**
+   * `auto`: the agent acts unasked (its CLI's fully automatic mode). `ask`: it runs in the mode
+   * where its own permission system asks, and the runner puts every question to the session
+   * (`approval`), answering the CLI with the decision.
+   */
+  approvals: z.enum(["auto", "ask"]).default("auto"),
 });
 export type AgentLaunchSpec = z.infer<typeof AgentLaunchSpecSchema>;
 
@@ -149,7 +169,7 @@ export const AgentStartParamsSchema = z.object({
   uid: z.number().int().min(1).max(MAX_ID).optional(),
   gid: z.number().int().min(1).max(MAX_ID).optional(),
   home: z.string().min(1).max(4096).startsWith("/").optional(),
-  agent: AgentLaunchSpecSchema.default({ runtime: "scripted" }),
+  agent: AgentLaunchSpecSchema.default({ runtime: "scripted", approvals: "auto" }),
 });
 export type AgentStartParams = z.input<typeof AgentStartParamsSchema>;
 export const AgentStartResultSchema = z.object({ pid: z.number().int() });
@@ -221,6 +241,7 @@ export const SocketMethods = {
     params: AgentInterruptParamsSchema,
     result: AgentInterruptResultSchema,
   }),
+  approval: defineRequest("approval", { params: ApprovalParamsSchema, result: ApprovalDecisionSchema }),
   agentEvents: defineNotification("agent_events", { params: AgentEventsParamsSchema }),
   agentEventsAck: defineNotification("agent_events_ack", { params: AgentEventsAckParamsSchema }),
   oublietteTools: defineRequest("oubliette_tools", {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AgentEventBatchSchema } from "./agent-events.js";
 import { AgentRuntimeSchema } from "./agent-runtimes.js";
+import { ApprovalDecisionSchema, ApprovalIdSchema, ApprovalRequestSchema } from "./approvals.js";
 import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { ProjectIdSchema, SessionIdSchema, WorkspaceIdSchema } from "./ids.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
@@ -76,6 +77,8 @@ export const SessionSpecSchema = z.object({
       runtime: AgentRuntimeSchema,
       model: z.string().min(1).max(256).optional(),
       max_cost_usd: z.number().positive().optional(),
+      /** Whether the agent runs so that it asks (the session's approval policy is not `auto`). */
+      approvals: z.enum(["auto", "ask"]).optional(),
     })
     .optional(),
 });
@@ -156,6 +159,17 @@ export const TunnelCallerToolParamsSchema = z.object({
 /** The caller's result, verbatim (a failed call is an error whose `data.reason` says why). */
 export const TunnelCallerToolResultSchema = JsonValueSchema;
 
+/**
+ * `approval` (host → session): an agent asks permission. The request id IS the approval id, so
+ * the session object answers whenever the decision is made (even after hibernating), and a host
+ * that re-sends it after a reconnect gets the same request, never a second one.
+ */
+export const TunnelApprovalParamsSchema = z.object({
+  approval_id: ApprovalIdSchema,
+  agent: AgentRuntimeSchema,
+  request: ApprovalRequestSchema,
+});
+
 /** `session_events` (host → session): agent events, idempotent by their `seq`. */
 export const SessionEventsParamsSchema = AgentEventBatchSchema;
 export const SessionEventsResultSchema = z.object({ stored_seq: z.number().int().nonnegative() });
@@ -223,6 +237,10 @@ export const TunnelMethods = {
   callerTool: defineRequest("caller_tool", {
     params: TunnelCallerToolParamsSchema,
     result: TunnelCallerToolResultSchema,
+  }),
+  approval: defineRequest("approval", {
+    params: TunnelApprovalParamsSchema,
+    result: ApprovalDecisionSchema,
   }),
   sessionEvents: defineRequest("session_events", {
     params: SessionEventsParamsSchema,

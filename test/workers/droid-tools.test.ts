@@ -62,7 +62,7 @@ function actionsOf(listed: z.infer<typeof ToolsSchema>, tool: string): string[] 
 }
 
 describe("oubliette_tools", () => {
-  it("shows an admin key every tool but caller_tool_response", async () => {
+  it("shows an admin key every tool but caller_tool_response and approval_response", async () => {
     const s = await session();
     const listed = ToolsSchema.parse(
       resultOf(await s.tunnel.socket.ask("oubliette_tools", { api_key: ADMIN_TOKEN })),
@@ -72,6 +72,7 @@ describe("oubliette_tools", () => {
       expect.arrayContaining(["project", "session", "container", "workspace", "token", "config_limits"]),
     );
     expect(names).not.toContain("caller_tool_response");
+    expect(names).not.toContain("approval_response");
   });
 
   it("shows a project key only what its scope could allow, actions narrowed; a read-only key only reads", async () => {

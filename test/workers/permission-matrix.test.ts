@@ -63,6 +63,7 @@ const SEED_NAMED: Record<string, [Access, Target]> = {
   image_rebuild: ["write", "global"],
   "workspace.list": ["read", "project"],
   config_limits: ["read", "project"],
+  approval_response: ["write", "project"],
 };
 
 const rows = toolDefinitions.flatMap((tool) =>

@@ -2,6 +2,12 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { z } from "zod";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+import {
+  type ApprovalDecision,
+  ApprovalDecisionSchema,
+  type ApprovalRequest,
+} from "../../../protocol/approvals.js";
 import {
   CallerToolErrorDataSchema,
   type CallerToolOutcome,
@@ -221,6 +227,16 @@ export class SessionTunnel {
   /** Every answer the session sent for `callId` so far. */
   answers(callId: string): RpcAnswer[] {
     return this.socket.answers(callId);
+  }
+
+  /** An agent's permission question, as the host relays it: the request id is the approval id. */
+  ask(approvalId: string, request: ApprovalRequest, agent: AgentRuntime = "scripted"): void {
+    this.socket.request(TunnelMethod.approval, { approval_id: approvalId, agent, request }, approvalId);
+  }
+
+  /** The next decision the session sends for `approvalId`. */
+  async decision(approvalId: string, timeoutMs?: number): Promise<ApprovalDecision> {
+    return ApprovalDecisionSchema.parse(resultOf(await this.socket.answer(approvalId, timeoutMs)));
   }
 
   /** The droid no longer waits for `callId`. */

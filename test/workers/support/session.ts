@@ -4,6 +4,7 @@ import type { CallerTool } from "../../../protocol/caller-tools.js";
 import { SessionEventSchema } from "../../../protocol/events.js";
 import type { CallerPrincipal } from "../../../worker/src/auth/tokens.js";
 import type {
+  ApprovalSettings,
   CallerDeclaration,
   CallerPresence,
   SessionAgentSpec,
@@ -45,6 +46,7 @@ export interface SpawnOptions {
   maxLifetimeMs?: number;
   agent?: SessionAgentSpec;
   callerPresence?: CallerPresence;
+  approvals?: ApprovalSettings;
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -68,6 +70,7 @@ export async function spawn(options: SpawnOptions = {}) {
     droidKey: null,
     idleTimeoutMs: options.idleTimeoutMs ?? 0,
     maxLifetimeMs: options.maxLifetimeMs ?? 0,
+    ...(options.approvals ? { approvals: options.approvals } : {}),
   });
   if (!created.ok) throw new Error(`spawn failed: ${created.error.code} ${created.error.message}`);
   return { sessionId, stub, info: created.value };

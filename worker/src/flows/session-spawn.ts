@@ -10,6 +10,12 @@ import { placeChild } from "../session/nesting.js";
 import type { CallerDeclaration, CallerPresence } from "../session/types.js";
 import type { McpOrigin, ToolContext } from "./context.js";
 import { invalidJsonSchema } from "./input-schema-check.js";
+import {
+  type ApprovalArgs,
+  approvalsMode,
+  requireAskingRuntime,
+  sessionApprovals,
+} from "./session-approvals.js";
 
 /**
  * Starting a session, or resuming the workspace's running one: the seed's spawn semantics, shared
@@ -72,7 +78,7 @@ export function settled<T>(ctx: ToolContext, sessionId: string, result: Result<T
   return value;
 }
 
-export interface SpawnArgs extends CallerFields {
+export interface SpawnArgs extends CallerFields, ApprovalArgs {
   project_id: string;
   workspace_id?: string | undefined;
   create_workspace: boolean;
@@ -123,6 +129,13 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   );
   if (plan.kind === "resume") {
     ctx.auditTarget(plan.sessionId);
+    if (args.approval_policy !== undefined || args.approval_timeout_seconds !== undefined) {
+      throw new AppError(
+        "invalid_arguments",
+        `session ${plan.sessionId} runs in this workspace and keeps the approval policy it was started with; ` +
+          "new_session: true starts another with approval_policy",
+      );
+    }
     const stub = sessionStub(ctx, plan.sessionId);
     if (args.prompt === undefined && caller === null && args.caller_presence === undefined) {
       return {
@@ -144,16 +157,21 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     return { ...sent.session, message_seq: sent.message_seq, resumed: true };
   }
   ctx.auditTarget(sessionId);
-  const key = await droidKey(
-    ctx.env,
-    { access: args.oubliette_access ?? "none", apiKey: args.oubliette_api_key },
-    {
-      sessionId,
-      projectId: args.project_id,
-      owner: ctx.principal,
-      lifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
-    },
-  );
+  const approvals = sessionApprovals(plan.config, child?.approvalPolicies ?? [], args);
+  const agent = sessionAgent(plan.config, args);
+  const key = await refusedBeforeStart(ctx, args.project_id, sessionId, async () => {
+    requireAskingRuntime(approvals, agent.runtime);
+    return droidKey(
+      ctx.env,
+      { access: args.oubliette_access ?? "none", apiKey: args.oubliette_api_key },
+      {
+        sessionId,
+        projectId: args.project_id,
+        owner: ctx.principal,
+        lifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
+      },
+    );
+  });
   const result = await sessionStub(ctx, sessionId).create({
     sessionId,
     projectId: args.project_id,
@@ -166,7 +184,8 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
     workspace: workspaceSetup(plan.config, plan.workspaceId),
-    agent: sessionAgent(plan.config, args),
+    agent: { ...agent, approvals: approvalsMode(approvals) },
+    approvals,
     droidKey: key,
     parent: child && { sessionId: child.parentId, depth: child.depth },
     via: ctx.mcp?.via ?? null,
@@ -176,6 +195,26 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   const created = settled(ctx, sessionId, result);
   if (child) unwrap(await objects.session(ctx.env, child.parentId).addChild(sessionId));
   return { ...created, resumed: false };
+}
+
+/**
+ * Work between the project's index entry and the session object: a refusal there (a policy the
+ * runtime cannot honour, a key that does not hold) marks the entry failed, so the workspace does
+ * not look busy with a session that never existed.
+ */
+async function refusedBeforeStart<T>(
+  ctx: ToolContext,
+  projectId: string,
+  sessionId: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    await objects.project(ctx.env, projectId).sessionStatus({ sessionId, status: "failed", reason });
+    throw err;
+  }
 }
 
 /**

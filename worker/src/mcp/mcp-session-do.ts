@@ -8,7 +8,7 @@ import {
   type JSONRPCRequest,
   type LoggingLevel,
 } from "@modelcontextprotocol/sdk/types.js";
-import { isCallerToolEvent, loggerFor, type SessionEvent } from "../../../protocol/events.js";
+import { alwaysDelivered, loggerFor, type SessionEvent } from "../../../protocol/events.js";
 import { parseJson } from "../../../protocol/json.js";
 import { clip } from "../../../protocol/rpc/errors.js";
 import { principalOf } from "../auth/principal-header.js";
@@ -121,10 +121,10 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     for (const event of events) {
       // A job this session started: it heard the job's events directly.
       if ("job_id" in event && this.#store.isOwnJob(event.job_id)) continue;
-      const callerTool = isCallerToolEvent(event);
-      const level: LoggingLevel = callerTool ? "notice" : "job_id" in event ? jobEventLevel(event) : "info";
-      // Caller tool requests are how the relay works: they go out whatever the log level.
-      if (!callerTool && !passesLevel(level, meta.logLevel)) continue;
+      const needed = alwaysDelivered(event);
+      const level: LoggingLevel = needed ? "notice" : "job_id" in event ? jobEventLevel(event) : "info";
+      // Caller tool and approval requests wait for this caller: they go out whatever the log level.
+      if (!needed && !passesLevel(level, meta.logLevel)) continue;
       const message = JSON.stringify({
         jsonrpc: "2.0",
         method: "notifications/message",

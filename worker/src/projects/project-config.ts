@@ -6,6 +6,12 @@ import {
   DEFAULT_AGENT_RUNTIME,
 } from "../../../protocol/agent-runtimes.js";
 import {
+  ApprovalPolicySchema,
+  ApprovalTimeoutSchema,
+  DEFAULT_APPROVAL_POLICY,
+  DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+} from "../../../protocol/approvals.js";
+import {
   DEFAULT_WORKSPACE_ID,
   ProjectIdSchema as ProjectIdFormat,
   WorkspaceIdSchema as WorkspaceIdFormat,
@@ -68,6 +74,14 @@ const RelativePathSchema = z
     (p) => !p.startsWith("/") && !p.split("/").includes(".."),
     "protected paths are relative to the workspace and stay inside it",
   );
+
+/** How `approval_policy` is described to callers (project create, session spawn, project options). */
+export const APPROVAL_POLICY_HELP =
+  "What agents ask before acting: auto (nothing: they act unasked, the default), ask (everything their own " +
+  'permission system asks about), or rules: {"rules":[{"kind":"shell"|"edit"|"read"|"mcp_tool",' +
+  '"match":"<glob>","action":"allow"|"ask"|"deny"}],"default":"ask"}, first match wins. match is a glob on ' +
+  "the command line (shell), the file path (edit, read) or the tool name as the agent sees it (mcp_tool: " +
+  "{caller_id}_{tool}, oubliette_*); without match a rule covers its whole kind.";
 
 /** Strict: a misspelt limit is refused rather than silently dropped (the default would apply). */
 export const LimitsSchema = z.strictObject({
@@ -158,6 +172,17 @@ export const ProjectConfigSchema = z.object({
   remote_url: RemoteUrlSchema.nullable()
     .default(null)
     .describe("Clone the default workspace from this URL (the host clones it)."),
+  approval_policy: ApprovalPolicySchema.default(DEFAULT_APPROVAL_POLICY).describe(APPROVAL_POLICY_HELP),
+  approval_timeout_seconds: ApprovalTimeoutSchema.default(DEFAULT_APPROVAL_TIMEOUT_SECONDS).describe(
+    "How long an approval request waits for an answer; no answer by then is a deny.",
+  ),
+  approval_denial_message: z
+    .string()
+    .min(1)
+    .max(2048)
+    .nullable()
+    .default(null)
+    .describe("What a denied agent is told when the denial carries no message (null: a default)."),
 });
 export type ProjectConfig = z.infer<typeof ProjectConfigSchema>;
 

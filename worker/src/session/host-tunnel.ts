@@ -1,5 +1,7 @@
 import { z } from "zod";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+import type { ApprovalDecision, ApprovalRequest } from "../../../protocol/approvals.js";
 import {
   type CallerToolOutcome,
   type CallerToolsConfig,
@@ -58,7 +60,10 @@ export interface HostTunnelHandlers {
   pendingMessages(): { seq: number; text: string }[];
   /** A droid's call: its outcome now, or null to answer when it is decided. */
   callerTool(callId: string, tool: string, args: JsonObject): CallerToolOutcome | null;
-  cancel(callId: string, reason: string): void;
+  /** An agent asks permission: its decision now, or null to answer when it is decided. */
+  approval(approvalId: string, agent: AgentRuntime, request: ApprovalRequest): ApprovalDecision | null;
+  /** The droid no longer waits for a caller tool call or an approval (by its id). */
+  cancel(id: string, reason: string): void;
   /** Stores agent events; returns the highest seq stored. */
   events(events: AgentEvent[]): number;
   /** The host says the session is over there. */
@@ -100,6 +105,10 @@ export class HostTunnel {
       .handle(TunnelMethods.callerTool, (params) => {
         const outcome = handlers.callerTool(params.call_id, params.tool, params.arguments);
         return outcome === null ? DEFERRED : outcomeResult(outcome);
+      })
+      .handle(TunnelMethods.approval, (params) => {
+        const decision = handlers.approval(params.approval_id, params.agent, params.request);
+        return decision === null ? DEFERRED : decision;
       })
       .handle(TunnelMethods.sessionEvents, (params) => ({
         stored_seq: handlers.events(params.events as AgentEvent[]),
@@ -155,6 +164,11 @@ export class HostTunnel {
     this.#send(answer instanceof RpcError ? encodeError(callId, answer) : encodeResult(callId, answer));
   }
 
+  /** Sends an approval's decision as the answer to its request (lost if no tunnel: the host asks again). */
+  sendDecision(approvalId: string, decision: ApprovalDecision): void {
+    this.#send(encodeResult(approvalId, decision));
+  }
+
   sendConfig(config: CallerToolsConfig): void {
     this.#send(encodeNotification(TunnelMethods.callerToolsConfig, config));
   }
@@ -193,11 +207,15 @@ export class HostTunnel {
           this.#reply(ws, frame.id, new RpcError(RpcErrorCode.Unauthenticated, "send session_hello first"));
           return;
         }
-        if (frame.method === TunnelMethods.callerTool.name && !isCallId(frame.id, frame.params)) {
+        const idField = DEFERRED_ID_FIELD[frame.method];
+        if (idField !== undefined && !idIsParam(frame.id, frame.params, idField)) {
           this.#reply(
             ws,
             frame.id,
-            new RpcError(RpcErrorCode.InvalidRequest, "a caller_tool request's id must be its call_id"),
+            new RpcError(
+              RpcErrorCode.InvalidRequest,
+              `a ${frame.method} request's id must be its ${idField}`,
+            ),
           );
           return;
         }
@@ -326,8 +344,19 @@ function outcomeResult(outcome: CallerToolOutcome): JsonValue | RpcError {
   return outcome.ok ? outcome.result : failureToRpcError(outcome.error.reason, outcome.error.message);
 }
 
-function isCallId(id: JsonRpcId, params: unknown): boolean {
-  return typeof params === "object" && params !== null && "call_id" in params && params.call_id === id;
+/**
+ * Requests answered when their outcome is decided, perhaps long after (and after a hibernation):
+ * their id must be the param that names them, so the answer can be sent by that name.
+ */
+const DEFERRED_ID_FIELD: Record<string, string> = {
+  [TunnelMethods.callerTool.name]: "call_id",
+  [TunnelMethods.approval.name]: "approval_id",
+};
+
+function idIsParam(id: JsonRpcId, params: unknown, field: string): boolean {
+  return (
+    typeof params === "object" && params !== null && field in params && Reflect.get(params, field) === id
+  );
 }
 
 function trySend(ws: WebSocket, text: string): void {

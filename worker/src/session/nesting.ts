@@ -6,6 +6,7 @@
  * clear `limit_exceeded`.
  */
 
+import type { ApprovalPolicy } from "../../../protocol/approvals.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
@@ -15,6 +16,8 @@ export interface ChildPlacement {
   parentId: string;
   depth: number;
   workspaceId: string;
+  /** The parent's approval policies: the child is never looser. */
+  approvalPolicies: ApprovalPolicy[];
 }
 
 /** What a parent says about itself when a child is asked for. */
@@ -24,6 +27,7 @@ export interface NestInfo {
   depth: number;
   liveChildren: number;
   live: boolean;
+  approvalPolicies: ApprovalPolicy[];
 }
 
 export async function placeChild(
@@ -53,5 +57,10 @@ export async function placeChild(
       `max_agents_per_session ${limits.max_agents_per_session} reached: session ${parentId} already runs ${parent.liveChildren} child sessions`,
     );
   }
-  return { parentId, depth, workspaceId: request.workspaceId ?? parent.workspaceId };
+  return {
+    parentId,
+    depth,
+    workspaceId: request.workspaceId ?? parent.workspaceId,
+    approvalPolicies: parent.approvalPolicies,
+  };
 }

@@ -6,6 +6,7 @@ import type { JobEvent } from "../jobs/job-events.js";
 import { errorMessage } from "../log.js";
 import { AlarmSchedule } from "../objects/alarm-schedule.js";
 import { objects } from "../objects/keys.js";
+import { type ApprovalResponseInput, Approvals } from "./approvals.js";
 import { CallerCalls } from "./caller-calls.js";
 import { CallerInput } from "./caller-input.js";
 import { EventLog } from "./event-log.js";
@@ -50,6 +51,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly #state: SessionState;
   readonly #events: EventLog;
   readonly #calls: CallerCalls;
+  readonly #approvals: Approvals;
   readonly #presence: Presence;
   readonly #tunnel: HostTunnel;
   readonly #subscribers: SubscriberSockets;
@@ -106,6 +108,19 @@ export class SessionDurableObject extends DurableObject<Env> {
       },
       log: state.log,
     });
+    this.#approvals = new Approvals({
+      sql: ctx.storage.sql,
+      record,
+      save,
+      events: this.#events,
+      sendDecision: (id, decision) => this.#tunnel.sendDecision(id, decision),
+      scheduleAlarm,
+      activity: (now) => {
+        this.#lifetime.touch(now);
+        save();
+      },
+      log: state.log,
+    });
     this.#presence = new Presence({
       record,
       save,
@@ -121,6 +136,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       state,
       events: this.#events,
       calls: this.#calls,
+      approvals: this.#approvals,
       presence: this.#presence,
       waiters,
       busy: () => this.#lifetime.busy(),
@@ -131,6 +147,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       state,
       events: this.#events,
       calls: this.#calls,
+      approvals: this.#approvals,
       busy: () => this.#lifetime.busy(),
       attachOwner: (input) => this.#input.attach(input.owner, input.via),
       queueMessage: (text) => this.#input.queueMessage(text),
@@ -165,7 +182,11 @@ export class SessionDurableObject extends DurableObject<Env> {
         this.#lifetime.touch(Date.now());
         return this.#calls.onCall(callId, tool, args);
       },
-      cancel: (callId, reason) => this.#calls.cancel(callId, reason),
+      approval: (id, agent, request) => this.#approvals.onAsk(id, agent, request),
+      cancel: (id, reason) => {
+        this.#calls.cancel(id, reason);
+        this.#approvals.cancel(id, reason);
+      },
       events: (events) => this.#host.agentEvents(events),
       end: (reason, notice) => {
         if (notice && state.live) this.#events.emit(notice);
@@ -199,6 +220,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       ctx,
       () => [
         this.#calls.nextDue(),
+        this.#approvals.nextDue(),
         this.#presence.nextDue(),
         state.live ? this.#lifetime.nextDue() : null,
         state.live ? this.#messageNotices.nextDue() : null,
@@ -271,6 +293,13 @@ export class SessionDurableObject extends DurableObject<Env> {
       this.#input.attach(input.principal, input.via);
       return this.#calls.respond(input);
     });
+  }
+
+  /** A person's answer to an approval_request: a writer of the project, once, while the agent waits. */
+  async answerApproval(
+    input: ApprovalResponseInput,
+  ): Promise<Result<{ request_id: string; decision: "allow" | "deny"; scope: string }>> {
+    return capture(() => this.#approvals.respond(input));
   }
 
   /** Interrupts the droid's turn in flight; the session stays (writers of the project may). */
@@ -396,8 +425,10 @@ export class SessionDurableObject extends DurableObject<Env> {
     if (!this.#state.current) return;
     const now = Date.now();
     this.#calls.expire(now);
+    this.#approvals.expire(now);
     this.#presence.check(now);
     this.#calls.prune(now);
+    this.#approvals.prune(now);
     if (this.#state.live) this.#messageNotices.check(now);
     const stop = this.#state.live ? this.#lifetime.expired(now) : null;
     if (stop !== null) {

@@ -2,6 +2,7 @@ import type { Env } from "../env.js";
 import type { Result } from "../errors.js";
 import { errorMessage } from "../log.js";
 import { objects } from "../objects/keys.js";
+import type { Approvals } from "./approvals.js";
 import type { CallerCalls } from "./caller-calls.js";
 import type { EventLog } from "./event-log.js";
 import type { NestInfo } from "./nesting.js";
@@ -21,6 +22,7 @@ export interface SessionLifecycleDeps {
   state: SessionState;
   events: Pick<EventLog, "emit">;
   calls: Pick<CallerCalls, "failAll">;
+  approvals: Pick<Approvals, "failAll">;
   /** Whether a turn or a caller tool call is in flight. */
   busy(): boolean;
   /** The owner's MCP session follows the session from its first call. */
@@ -63,6 +65,7 @@ export class SessionLifecycle {
       runtime: null,
       image: input.image,
       agent: input.agent,
+      ...(input.approvals ? { approvals: { ...input.approvals, allowances: [] } } : {}),
       issuedTokenId: input.droidKey?.issuedTokenId ?? null,
       parentId: input.parent?.sessionId ?? null,
       depth: input.parent?.depth ?? 0,
@@ -133,6 +136,7 @@ export class SessionLifecycle {
     this.reportStatus(reason);
     const why = status === "lost" ? "host_lost" : "session_ended";
     this.#d.calls.failAll(failure(why, `session ${record.sessionId} ended: ${reason}`));
+    this.#d.approvals.failAll(`session ${record.sessionId} ended: ${reason}`);
     this.#d.events.emit({ type: "session_ended", reason });
     this.tellIdleWatchers();
     if (record.issuedTokenId) await this.#revokeIssuedKey(record.issuedTokenId);
@@ -217,6 +221,7 @@ export class SessionLifecycle {
       depth: record.depth ?? 0,
       liveChildren: statuses.filter((s) => s !== null && isLive(s)).length,
       live: isLive(record.status),
+      approvalPolicies: record.approvals?.policies ?? [],
     };
   }
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
+import { ApprovalPolicySchema, SessionAllowanceSchema } from "../../../protocol/approvals.js";
 import { CallerToolSchema } from "../../../protocol/caller-tools.js";
 import { UsageTotalsSchema } from "../../../protocol/usage.js";
 import type { RecordFormat, SameShape } from "../objects/stored-record.js";
@@ -30,6 +31,7 @@ const SessionRecordSchema = z.object({
       runtime: AgentRuntimeSchema,
       model: z.string().optional(),
       max_cost_usd: z.number().optional(),
+      approvals: z.enum(["auto", "ask"]).optional(),
     })
     .optional(),
   parentId: z.string().nullable().optional(),
@@ -47,6 +49,14 @@ const SessionRecordSchema = z.object({
   completedTurnSeq: z.number().default(0),
   plainDroppedAt: z.number().nullable().default(null),
   idleWatchers: z.array(z.string()).optional(),
+  approvals: z
+    .object({
+      policies: z.array(ApprovalPolicySchema),
+      timeoutMs: z.number(),
+      denialMessage: z.string(),
+      allowances: z.array(SessionAllowanceSchema),
+    })
+    .optional(),
 });
 
 /** How a session's record is stored: version 1 is the first with a version (0: bare JSON). */

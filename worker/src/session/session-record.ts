@@ -1,7 +1,8 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonMap } from "../../../protocol/json.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
-import type { CallerPresence, SessionAgentSpec } from "./types.js";
+import type { OpenApproval } from "./approvals.js";
+import type { CallerPresence, SessionAgentSpec, SessionApprovals } from "./types.js";
 
 /** A caller tool request that waits for the caller's answer, as `session get` and `session pending` list it. */
 export interface OpenRequest {
@@ -57,6 +58,8 @@ export interface SessionRecord {
   plainDroppedAt: number | null;
   /** Schedules waiting for this session to be idle (their queued runs start then). */
   idleWatchers?: string[];
+  /** What its agent asks before acting, and what was allowed for the session (absent: nothing). */
+  approvals?: SessionApprovals;
 }
 
 /** What `session get` (and spawn) return. */
@@ -84,6 +87,12 @@ export interface SessionInfo {
   pending_caller_requests: number;
   /** ... and the first of them, soonest deadline first. */
   open_requests: OpenRequest[];
+  /** How many approval requests of its agent wait for an answer, and the first of them. */
+  pending_approvals: number;
+  open_approvals: OpenApproval[];
+  /** What its agent asks before acting: the policies applied (strictest wins), and what was allowed for the session. */
+  approval_policies: SessionApprovals["policies"];
+  session_allowances: SessionApprovals["allowances"];
   /** A turn or a caller tool call is in flight (the session is not idle). */
   busy: boolean;
   idle_timeout_seconds: number;
@@ -96,7 +105,14 @@ export interface SessionInfo {
 /** What `session pending` returns. */
 export type PendingRequests = Pick<
   SessionInfo,
-  "session_id" | "status" | "caller_id" | "caller_presence" | "pending_caller_requests" | "open_requests"
+  | "session_id"
+  | "status"
+  | "caller_id"
+  | "caller_presence"
+  | "pending_caller_requests"
+  | "open_requests"
+  | "pending_approvals"
+  | "open_approvals"
 >;
 
 export function isLive(status: SessionStatus): boolean {

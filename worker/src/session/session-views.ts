@@ -1,5 +1,6 @@
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
+import type { Approvals } from "./approvals.js";
 import type { CallerCalls } from "./caller-calls.js";
 import type { EventLog } from "./event-log.js";
 import type { EventWaiters } from "./event-waiters.js";
@@ -19,6 +20,7 @@ export interface SessionViewsDeps {
   state: SessionState;
   events: Pick<EventLog, "read" | "nextIndex">;
   calls: Pick<CallerCalls, "countWaiting" | "waiting">;
+  approvals: Pick<Approvals, "countWaiting" | "open">;
   presence: Pick<Presence, "pollStarted" | "pollEnded">;
   waiters: EventWaiters;
   /** Whether a turn or a caller tool call is in flight. */
@@ -59,6 +61,8 @@ export class SessionViews {
       caller_timeout_ms: r.callerTimeoutMs,
       caller_presence: r.callerPresence,
       ...this.#openRequests(),
+      approval_policies: r.approvals?.policies ?? [],
+      session_allowances: r.approvals?.allowances ?? [],
       busy: this.#d.busy(),
       idle_timeout_seconds: Math.round(r.idleTimeoutMs / 1000),
       max_lifetime_seconds: Math.round(r.maxLifetimeMs / 1000),
@@ -68,7 +72,7 @@ export class SessionViews {
     };
   }
 
-  /** The session's caller tool requests that wait for an answer, soonest deadline first. */
+  /** The session's caller tool and approval requests that wait for an answer, soonest deadline first. */
   pending(): PendingRequests {
     const record = this.#d.state.require();
     return {
@@ -128,8 +132,13 @@ export class SessionViews {
   }
 
   /** The waiting calls as a caller sees them (the first MAX_LISTED_REQUESTS) and their count. */
-  #openRequests(): Pick<SessionInfo, "pending_caller_requests" | "open_requests"> {
+  #openRequests(): Pick<
+    SessionInfo,
+    "pending_caller_requests" | "open_requests" | "pending_approvals" | "open_approvals"
+  > {
     return {
+      pending_approvals: this.#d.approvals.countWaiting(),
+      open_approvals: this.#d.approvals.open(MAX_LISTED_REQUESTS),
       pending_caller_requests: this.#d.calls.countWaiting(),
       open_requests: this.#d.calls.waiting(MAX_LISTED_REQUESTS).map((call) => ({
         request_id: call.id,

@@ -1,3 +1,4 @@
+import type { ApprovalPolicy, SessionAllowance } from "../../../protocol/approvals.js";
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonValue } from "../../../protocol/json.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
@@ -25,6 +26,22 @@ export interface CallerDeclaration {
   tools: CallerTool[];
 }
 
+/**
+ * How a session's agent asks before acting: every policy in `policies` is applied and the
+ * strictest verdict wins (the project's, its parent session's, its own), so a session is never
+ * looser than what it was started under.
+ */
+export interface ApprovalSettings {
+  policies: ApprovalPolicy[];
+  timeoutMs: number;
+  denialMessage: string;
+}
+
+/** A session's approval settings with the `allow_session` answers given so far. */
+export interface SessionApprovals extends ApprovalSettings {
+  allowances: SessionAllowance[];
+}
+
 export interface CreateSessionInput {
   sessionId: string;
   projectId: string;
@@ -49,6 +66,8 @@ export interface CreateSessionInput {
   /** From the project's limits; 0 turns a rule off. */
   idleTimeoutMs: number;
   maxLifetimeMs: number;
+  /** What the agent asks before acting (absent: nothing, as before approvals existed). */
+  approvals?: ApprovalSettings;
 }
 
 export interface SendMessageInput {

@@ -1,3 +1,4 @@
+import { approvalResponseTool } from "./approval-response-tool.js";
 import { auditTool } from "./audit-tool.js";
 import { callerToolResponseTool } from "./caller-tool-response-tool.js";
 import { configLimitsTool } from "./config-limits-tool.js";
@@ -29,6 +30,7 @@ export const toolDefinitions = [
   imageRebuildTool,
   configLimitsTool,
   callerToolResponseTool,
+  approvalResponseTool,
 ];
 
 /** The tools callers see on the MCP endpoint. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_DENIAL_MESSAGE } from "../../../protocol/approvals.js";
 import { unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema } from "../projects/project-config.js";
@@ -7,7 +8,8 @@ import { defineTool } from "./define.js";
 export const configLimitsTool = defineTool({
   name: "config_limits",
   title: "A project's limits",
-  description: "The project's recursion, agent, cost, container and session-lifetime limits.",
+  description:
+    "The project's recursion, agent, cost, container and session-lifetime limits, and its approval policy (what agents ask before acting).",
   action: {
     description: "Get the project's limits.",
     access: "read",
@@ -17,8 +19,16 @@ export const configLimitsTool = defineTool({
     input: z.object({ project_id: ProjectIdSchema }),
     async handler(args, ctx) {
       ctx.authorizeProject(args.project_id);
-      const limits = unwrap(await objects.project(ctx.env, args.project_id).limits());
-      return { project_id: args.project_id, ...limits };
+      const info = unwrap(await objects.project(ctx.env, args.project_id).info());
+      return {
+        project_id: args.project_id,
+        ...info.limits,
+        approvals: {
+          policy: info.approval_policy,
+          timeout_seconds: info.approval_timeout_seconds,
+          denial_message: info.approval_denial_message ?? DEFAULT_DENIAL_MESSAGE,
+        },
+      };
     },
   },
 });

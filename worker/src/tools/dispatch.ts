@@ -88,9 +88,28 @@ export function jobResult(answer: JobOutcomeAnswer): CallToolResult {
 
 function describeIssues(error: z.ZodError): string {
   return error.issues
+    .flatMap((issue) => flattenIssue(issue, []))
     .slice(0, 5)
-    .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+    .map(({ path, message }) => (path.length ? `${path.join(".")}: ${message}` : message))
     .join("; ");
+}
+
+/**
+ * A union's refusal names what was wrong in the option the input came closest to (the one whose
+ * issues go deepest: `approval_policy.rules.2.kind`, not just "Invalid input"); when every
+ * option failed at the top, what each expected.
+ */
+function flattenIssue(
+  issue: z.core.$ZodIssue,
+  base: PropertyKey[],
+): { path: PropertyKey[]; message: string }[] {
+  const path = [...base, ...issue.path];
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) return [{ path, message: issue.message }];
+  const depth = (issues: z.core.$ZodIssue[]) => Math.max(0, ...issues.map((i) => i.path.length));
+  const closest = issue.errors.reduce((best, next) => (depth(next) > depth(best) ? next : best));
+  if (depth(closest) > 0) return closest.flatMap((inner) => flattenIssue(inner, path));
+  const expected = issue.errors.flatMap((option) => option.map((inner) => inner.message));
+  return [{ path, message: expected.join(", or ") }];
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Oubliette's tools as a droid holding an API key sees them (`oubliette_tools` /
  * `oubliette_call_tool`): the caller-facing catalogue, the same definitions and the same access
- * check, minus what only a caller does (answering caller tool requests). The list shows a key
+ * check, minus what only a caller does (answering caller tool and approval requests). The list shows a key
  * only the tools, and in them only the actions, its scopes could allow; a call of anything else
  * is refused with -32002 before it runs, and the key itself is checked on every call.
  */
@@ -16,8 +16,11 @@ import { type CallEnvironment, type CallToolResult, callTool } from "./dispatch.
 import { mcpInputSchema } from "./json-schema.js";
 import { ToolRegistry } from "./registry.js";
 
-/** Tools only a caller uses: a droid never answers its own caller tool requests. */
-const CALLER_ONLY = new Set(["caller_tool_response"]);
+/**
+ * Tools only a caller uses: a droid never answers its own caller tool requests, and never
+ * approves what it (or another droid of its project) asks to do.
+ */
+const CALLER_ONLY = new Set(["caller_tool_response", "approval_response"]);
 
 export const droidTools = new ToolRegistry(toolDefinitions.filter((d) => !CALLER_ONLY.has(d.name)));
 

@@ -13,6 +13,7 @@ import {
   ProjectConfigSchema,
   ProjectIdSchema,
 } from "../projects/project-config.js";
+import { APPROVAL_OPTIONS } from "./approval-options.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
 
@@ -117,7 +118,8 @@ export const projectTool = defineActionTool({
       },
     }),
     options: action({
-      description: "What project create accepts: container types, agents, default limits.",
+      description:
+        "What project create accepts: container types, agents, default limits, approval policies (with examples).",
       access: "read",
       target: "global",
       timing: "sync",
@@ -128,6 +130,7 @@ export const projectTool = defineActionTool({
           container_types: CONTAINER_TYPES,
           agents: AGENTS,
           default_limits: DEFAULT_LIMITS,
+          approvals: APPROVAL_OPTIONS,
           can_create: can(ctx.principal, "write", { kind: "global" }),
         };
       },

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
+import { ApprovalPolicySchema, ApprovalTimeoutSchema } from "../../../protocol/approvals.js";
 import { CallerIdSchema, CallerToolDeclarationSchema } from "../../../protocol/caller-tools.js";
 import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
 import { AppError, unwrap } from "../errors.js";
@@ -13,7 +14,7 @@ import {
 } from "../flows/session-spawn.js";
 import { waitForEvents } from "../flows/wait-for-events.js";
 import { objects } from "../objects/keys.js";
-import { ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import { APPROVAL_POLICY_HELP, ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import { CALLER_PRESENCE } from "../session/types.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
@@ -109,6 +110,12 @@ export const sessionTool = defineActionTool({
           .positive()
           .optional()
           .describe("How long the droid waits for your answer to one of its calls (default 60)."),
+        approval_policy: ApprovalPolicySchema.optional().describe(
+          `This session's own approval policy, applied with its project's (the stricter verdict wins: a session can only ask more). ${APPROVAL_POLICY_HELP}`,
+        ),
+        approval_timeout_seconds: ApprovalTimeoutSchema.optional().describe(
+          "How long its approval requests wait for an answer before they are denied (default: the project's).",
+        ),
         wait: z
           .boolean()
           .default(true)

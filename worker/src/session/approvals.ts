@@ -1,0 +1,335 @@
+import { z } from "zod";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+import {
+  type ApprovalAnswer,
+  type ApprovalDecision,
+  ApprovalDecisionSchema,
+  type ApprovalKind,
+  type ApprovalRequest,
+  ApprovalRequestSchema,
+  allowanceCovers,
+  evaluatePolicies,
+} from "../../../protocol/approvals.js";
+import type { JsonMap } from "../../../protocol/json.js";
+import { project, requireAccess } from "../auth/access.js";
+import type { CallerPrincipal } from "../auth/tokens.js";
+import { AppError } from "../errors.js";
+import type { Log } from "../log.js";
+import { PendingRequests } from "../pending/pending-requests.js";
+import { type PendingRow, PendingStore } from "../pending/pending-store.js";
+import type { EventLog } from "./event-log.js";
+import { seconds } from "./outcomes.js";
+import { isLive, type SessionRecord } from "./session-record.js";
+
+/** How long a decided approval is remembered (to refuse a second answer, and to answer a re-sent request). */
+export const DONE_APPROVAL_RETENTION_MS = 10 * 60_000;
+/** Most approval requests one session keeps waiting at once; more are denied at once. */
+export const MAX_WAITING_APPROVALS = 32;
+
+/** The pending-request kind of approvals. */
+const KIND = "approval";
+
+/** What a waiting approval keeps besides its id and deadline. */
+const ApprovalPayloadSchema = z.object({
+  agent: z.string(),
+  request: ApprovalRequestSchema,
+  /** The pattern of the rule that asked (null: the whole kind), which `allow_session` allows. */
+  match: z.string().nullable(),
+});
+type ApprovalPayload = z.infer<typeof ApprovalPayloadSchema>;
+
+/** A decision as stored: the agent's part, and who answered (a token id) when a person did. */
+const ApprovalOutcomeSchema = ApprovalDecisionSchema.extend({ answered_by: z.string().optional() });
+type ApprovalOutcome = z.infer<typeof ApprovalOutcomeSchema>;
+
+export type ApprovalRow = PendingRow<ApprovalOutcome>;
+
+/** An approval request as `session pending` and `session get` list it. */
+export interface OpenApproval {
+  request_id: string;
+  agent: string;
+  kind: ApprovalKind;
+  summary: string;
+  /** The request as the agent made it (typed loosely: RPC stub typing cannot take the recursive JSON type). */
+  request: JsonMap;
+  deadline: string;
+}
+
+/** A caller's answer to an approval request. */
+export interface ApprovalResponseInput {
+  principal: CallerPrincipal;
+  requestId: string;
+  answer: ApprovalAnswer;
+  message?: string | undefined;
+}
+
+export interface ApprovalsDeps {
+  sql: SqlStorage;
+  record(): SessionRecord;
+  save(): void;
+  events: Pick<EventLog, "emit">;
+  /** Sends a decision down the tunnel as the answer to its request (lost with no tunnel: the host asks again). */
+  sendDecision(approvalId: string, decision: ApprovalDecision): void;
+  scheduleAlarm(): void;
+  /** An approval began or ended: the session is not idle. */
+  activity(now: number): void;
+  log: Log;
+}
+
+/**
+ * Approval requests of one session, a kind of pending request (pending/pending-requests.ts). An
+ * agent's question arrives from the tunnel (idempotent by approval id) and is decided by the
+ * session's policies at once (allow, deny, or an earlier `allow_session`), or waits for a
+ * person: an `approval_request` event with a deadline, then exactly one of an answer from a
+ * writer of the project, the deadline (a deny), or the session's end (a deny). The decision goes
+ * back down the tunnel; every decision is an event.
+ */
+export class Approvals {
+  readonly #d: ApprovalsDeps;
+  readonly #pending: PendingRequests<ApprovalOutcome>;
+
+  constructor(deps: ApprovalsDeps) {
+    this.#d = deps;
+    this.#pending = new PendingRequests(
+      new PendingStore(deps.sql, KIND, ApprovalOutcomeSchema),
+      {
+        deliver: (row, outcome) => deps.sendDecision(row.id, agentPart(outcome)),
+        decided: (row, outcome, now) => this.#decided(row, outcome, now),
+        scheduleAlarm: () => deps.scheduleAlarm(),
+      },
+      DONE_APPROVAL_RETENTION_MS,
+    );
+  }
+
+  /** An agent's question: its decision now (the policy, an allowance, a refusal), or null while a person decides. */
+  onAsk(approvalId: string, agent: AgentRuntime, request: ApprovalRequest): ApprovalDecision | null {
+    const known = this.#pending.find(approvalId);
+    if (known) return known.outcome ? agentPart(known.outcome) : null;
+    const record = this.#d.record();
+    const now = Date.now();
+    const immediate = this.#immediate(record, request);
+    if (immediate) {
+      this.#pending.decidedOnArrival({ id: approvalId, subject: request.kind }, immediate, now);
+      this.#emitDecision(approvalId, request, immediate);
+      return agentPart(immediate);
+    }
+    const settings = record.approvals;
+    const deadline = now + (settings?.timeoutMs ?? 0);
+    const verdict = evaluatePolicies(settings?.policies ?? [], request);
+    const payload: ApprovalPayload = { agent, request, match: verdict.match };
+    this.#d.events.emit({
+      type: "approval_request",
+      request_id: approvalId,
+      agent,
+      ...request,
+      deadline: new Date(deadline).toISOString(),
+    });
+    this.#pending.open({ id: approvalId, subject: request.kind, deadline, payload });
+    this.#d.activity(now);
+    return null;
+  }
+
+  /** A person's answer: a writer of the session's project, once, while the request waits. */
+  respond(input: ApprovalResponseInput): { request_id: string; decision: "allow" | "deny"; scope: string } {
+    const record = this.#d.record();
+    requireAccess(
+      input.principal,
+      "write",
+      project(record.projectId),
+      `answer approval requests of session ${record.sessionId}`,
+    );
+    const row = this.#pending.find(input.requestId);
+    if (!row) {
+      throw new AppError(
+        "unknown_request",
+        `no approval request ${input.requestId} in session ${record.sessionId}`,
+      );
+    }
+    if (row.state === "done") throw refusedAnswer(row);
+    // The token, or the OAuth grant (grt_…), that answered.
+    const by = input.principal.tokenId;
+    const outcome: ApprovalOutcome =
+      input.answer === "deny"
+        ? {
+            decision: "deny",
+            scope: "once",
+            by: "answer",
+            answered_by: by,
+            message: input.message ?? this.#denial(record),
+          }
+        : {
+            decision: "allow",
+            scope: input.answer === "allow_session" ? "session" : "once",
+            by: "answer",
+            answered_by: by,
+          };
+    if (!this.#pending.settle(row, outcome, { deliver: true })) throw refusedAnswer(row);
+    if (input.answer === "allow_session") this.#allowForSession(row);
+    return { request_id: row.id, decision: outcome.decision, scope: outcome.scope };
+  }
+
+  /** The agent no longer waits for `approvalId` (it ended, or its runner gave up): denied, not delivered. */
+  cancel(approvalId: string, reason: string): void {
+    const row = this.#pending.find(approvalId);
+    if (row?.state !== "waiting") return;
+    this.#pending.settle(
+      row,
+      { decision: "deny", scope: "once", by: "ended", message: reason },
+      { deliver: false },
+    );
+  }
+
+  /** Denies requests whose deadline has passed. */
+  expire(now: number): void {
+    const record = this.#d.record();
+    const waited = seconds(record.approvals?.timeoutMs ?? 0);
+    this.#pending.expire(now, () => ({
+      decision: "deny",
+      scope: "once",
+      by: "timeout",
+      message: `${this.#denial(record)} (nobody answered within ${waited})`,
+    }));
+  }
+
+  /** Denies every waiting request (the session ended). */
+  failAll(reason: string): void {
+    this.#pending.failAll({ decision: "deny", scope: "once", by: "ended", message: reason });
+  }
+
+  prune(now: number): void {
+    this.#pending.prune(now);
+  }
+
+  nextDue(): number | null {
+    return this.#pending.nextDue();
+  }
+
+  countWaiting(): number {
+    return this.#pending.countWaiting();
+  }
+
+  /** The waiting requests as callers see them, soonest deadline first. */
+  open(limit: number): OpenApproval[] {
+    return this.#pending.waiting(limit).flatMap((row) => {
+      const payload = ApprovalPayloadSchema.safeParse(row.payload);
+      if (!payload.success) return [];
+      const { agent, request } = payload.data;
+      return [
+        {
+          request_id: row.id,
+          agent,
+          kind: request.kind,
+          summary: request.summary,
+          request,
+          deadline: new Date(row.deadline).toISOString(),
+        },
+      ];
+    });
+  }
+
+  /** A decision made without asking anyone, or null when a person must decide. */
+  #immediate(record: SessionRecord, request: ApprovalRequest): ApprovalOutcome | null {
+    if (!isLive(record.status)) {
+      return {
+        decision: "deny",
+        scope: "once",
+        by: "ended",
+        message: `session ${record.sessionId} is ${record.status}`,
+      };
+    }
+    const settings = record.approvals;
+    const verdict = evaluatePolicies(settings?.policies ?? [], request);
+    if (verdict.action === "allow") return { decision: "allow", scope: "once", by: "policy" };
+    if (verdict.action === "deny") {
+      const rule = verdict.rule === null ? "the policy's default" : `rule ${verdict.rule + 1}`;
+      return {
+        decision: "deny",
+        scope: "once",
+        by: "policy",
+        message: `${this.#denial(record)} (denied by ${rule})`,
+      };
+    }
+    if (settings?.allowances.some((allowance) => allowanceCovers(allowance, request))) {
+      return { decision: "allow", scope: "once", by: "session_allowance" };
+    }
+    if (this.#pending.countWaiting() >= MAX_WAITING_APPROVALS) {
+      return {
+        decision: "deny",
+        scope: "once",
+        by: "error",
+        message: `${MAX_WAITING_APPROVALS} approval requests already wait for an answer in this session; ask again later`,
+      };
+    }
+    return null;
+  }
+
+  #denial(record: SessionRecord): string {
+    return record.approvals?.denialMessage ?? "denied";
+  }
+
+  #allowForSession(row: ApprovalRow): void {
+    const payload = ApprovalPayloadSchema.safeParse(row.payload);
+    const record = this.#d.record();
+    if (!payload.success || !record.approvals) return;
+    const allowance = { kind: payload.data.request.kind, match: payload.data.match };
+    const known = record.approvals.allowances.some(
+      (a) => a.kind === allowance.kind && a.match === allowance.match,
+    );
+    if (known) return;
+    record.approvals.allowances.push(allowance);
+    this.#d.save();
+  }
+
+  #decided(row: ApprovalRow, outcome: ApprovalOutcome, now: number): void {
+    this.#d.activity(now);
+    const payload = ApprovalPayloadSchema.safeParse(row.payload);
+    if (payload.success) this.#emitDecision(row.id, payload.data.request, outcome);
+  }
+
+  #emitDecision(id: string, request: ApprovalRequest, outcome: ApprovalOutcome): void {
+    const common = { request_id: id, kind: request.kind, summary: request.summary };
+    const answeredBy = outcome.answered_by !== undefined ? { answered_by: outcome.answered_by } : {};
+    if (outcome.decision === "allow") {
+      this.#d.events.emit({
+        type: "approval_granted",
+        ...common,
+        scope: outcome.scope,
+        by: outcome.by,
+        ...answeredBy,
+      });
+    } else if (outcome.by === "timeout") {
+      this.#d.events.emit({ type: "approval_expired", ...common, message: outcome.message ?? "" });
+    } else {
+      this.#d.events.emit({
+        type: "approval_denied",
+        ...common,
+        by: outcome.by,
+        message: outcome.message ?? "",
+        ...answeredBy,
+      });
+    }
+  }
+}
+
+/** The decision without who answered (the agent needs no token ids). */
+function agentPart(outcome: ApprovalOutcome): ApprovalDecision {
+  const { answered_by: _by, ...decision } = outcome;
+  return decision;
+}
+
+/** Why an answer to a decided request is refused, in the caller's terms. */
+function refusedAnswer(row: ApprovalRow): AppError {
+  const by = row.outcome?.by;
+  if (by === "timeout") {
+    return new AppError(
+      "request_expired",
+      `approval request ${row.id} expired: nobody answered by its deadline`,
+    );
+  }
+  if (by === "ended")
+    return new AppError("request_expired", `approval request ${row.id} ended with its session`);
+  return new AppError(
+    "already_answered",
+    `approval request ${row.id} was already decided (${row.outcome?.decision ?? "?"})`,
+  );
+}
