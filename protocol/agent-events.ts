@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApprovalDecisionSchema, ApprovalRequestSchema } from "./approvals.js";
 import { JsonValueSchema, jsonBytes } from "./json.js";
 
 export const DroidStatusSchema = z.enum(["starting", "running", "exited", "failed"]);
@@ -132,6 +133,35 @@ export const TurnCompletedLineSchema = z
     stop_reason: StopReasonSchema.optional(),
   })
   .strict();
+
+/** The scripted agent's own id of one permission question (any short token it chooses). */
+export const AgentAskIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, "an ask id is 1-128 letters, digits, '_', '.', ':' or '-'");
+
+/**
+ * The line protocol's permission question, printed by the agent:
+ * `{"type":"approval_request","id","request":{kind, command?, path?, …, summary}}`. The runner
+ * puts it to the session and answers with `approval_answer` under the same `id`.
+ */
+export const ApprovalRequestLineSchema = z
+  .object({
+    type: z.literal("approval_request"),
+    id: AgentAskIdSchema,
+    request: ApprovalRequestSchema,
+  })
+  .strict();
+export type ApprovalRequestLine = z.infer<typeof ApprovalRequestLineSchema>;
+
+/**
+ * The line protocol's answer to a permission question, written to the agent's stdin: the
+ * session's decision, `{"type":"approval_answer","id","decision","scope","message"?,"by"}`.
+ */
+export const ApprovalAnswerLineSchema = ApprovalDecisionSchema.extend({
+  type: z.literal("approval_answer"),
+  id: AgentAskIdSchema,
+}).strict();
+export type ApprovalAnswerLine = z.infer<typeof ApprovalAnswerLineSchema>;
 
 /**
  * Splits events into batches of at most MAX_EVENTS_PER_BATCH events and `maxBytes` encoded bytes

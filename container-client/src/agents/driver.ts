@@ -7,6 +7,7 @@
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
 import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+import type { ApprovalDecision, ApprovalRequest } from "../../../protocol/approvals.js";
 
 /** The container-client as the agent's MCP server (stdio), named `oubliette` in the agent's config. */
 export interface McpServerSpec {
@@ -47,6 +48,11 @@ export interface DriverContext {
    * process died): the new process resumes it with the CLI's own mechanism.
    */
   resume?: string | undefined;
+  /**
+   * `auto`: the agent acts unasked (its CLI's fully automatic mode). `ask`: it runs so that its
+   * own permission system asks, and the driver returns each question as a `PermissionAsk`.
+   */
+  approvals?: "auto" | "ask" | undefined;
 }
 
 /** A file the runner writes (as the agent's user, mode 0600) before it starts the agent. */
@@ -76,10 +82,26 @@ export interface AgentLaunch {
   keep?: LaunchKeep[];
 }
 
-/** What one stdout line means: events for the session, and lines to write back to the agent. */
+/**
+ * One permission question of the agent's: the runner puts `request` to the session (it decides,
+ * by its policy or a person's answer) and writes `answer(decision)` back to the same agent
+ * process, which waits meanwhile.
+ */
+export interface PermissionAsk {
+  /** The request, as the session's policy and its caller see it. */
+  request: ApprovalRequest;
+  /** Lines to write to the agent that answer it with `decision` (may be none). */
+  answer(decision: ApprovalDecision): string[];
+}
+
+/**
+ * What one stdout line means: events for the session, lines to write back to the agent, and
+ * permission questions to put to the session (absent: none).
+ */
 export interface DriverOutput {
   events: AgentEventBody[];
   write: string[];
+  asks?: PermissionAsk[];
 }
 
 export interface AgentDriver {
@@ -111,6 +133,15 @@ export const NOTHING: DriverOutput = Object.freeze({ events: [], write: [] }) as
 
 export function output(events: AgentEventBody[], write: string[] = []): DriverOutput {
   return { events, write };
+}
+
+/** A line that asks permission (and perhaps says something besides). */
+export function asking(
+  asks: PermissionAsk[],
+  events: AgentEventBody[] = [],
+  write: string[] = [],
+): DriverOutput {
+  return { events, write, asks };
 }
 
 /** A request of the agent's the driver answered on its own (an approval, a question), for a caller's eye. */

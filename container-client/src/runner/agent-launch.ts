@@ -95,6 +95,7 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
       modelToken: request.agent.model_token ?? "",
       command: settings.scriptedCommand,
       mcpServer,
+      approvals: request.agent.approvals,
     });
     return { runtime, home, build };
   }
@@ -142,6 +143,7 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
     modelToken,
     command: cli.command,
     mcpServer,
+    approvals: request.agent.approvals,
   });
   return { runtime, home, build, modelToken };
 }

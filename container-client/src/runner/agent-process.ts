@@ -12,7 +12,7 @@ import type { Logger } from "../../../lib/log.js";
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
 import { Limits } from "../../../protocol/limits.js";
 import { LineSplitter } from "../../../protocol/line-splitter.js";
-import type { AgentDriver } from "../agents/driver.js";
+import type { AgentDriver, PermissionAsk } from "../agents/driver.js";
 import { fitEvent } from "./fit-event.js";
 
 /** stderr lines are cut to this many characters. */
@@ -34,6 +34,8 @@ export interface AgentProcessOptions {
   gid?: number;
   logger: Logger;
   onEvent(event: AgentEventBody): void;
+  /** The agent asks permission (this process waits for `answer`'s lines). */
+  onAsks?(asks: PermissionAsk[], agent: AgentProcess): void;
   /** The last droid message an earlier process of this agent was given (a restart goes on from it). */
   deliveredSeq?: number;
 }
@@ -67,11 +69,21 @@ export class AgentProcess {
           read = { events: [{ type: "droid_output", text: line }], write: [] };
         }
         for (const event of read.events) options.onEvent(fitEvent(event));
-        this.#write(read.write);
+        void this.#write(read.write).catch((err: Error) =>
+          this.#log.debug({ err: err.message }, "could not write to the agent"),
+        );
+        if (read.asks !== undefined && read.asks.length > 0) {
+          if (options.onAsks) options.onAsks(read.asks, this);
+          else this.#log.warn({ asks: read.asks.length }, "the agent asked permission; nobody to ask");
+        }
       });
     }
     if (child.stderr) readLines(child.stderr, (line) => options.onEvent(logEvent(line)));
-    this.#write(this.#driver.start());
+    // The handshake may meet an agent that died at once (killed as it started): a closed stdin
+    // then, never an unhandled rejection, which would end the runner and every session with it.
+    void this.#write(this.#driver.start()).catch((err: Error) =>
+      this.#log.debug({ err: err.message }, "could not write the handshake to the agent"),
+    );
   }
 
   /** Spawns the agent; rejects when it cannot be run. */
@@ -125,6 +137,13 @@ export class AgentProcess {
   async interrupt(): Promise<void> {
     if (!this.running) throw new Error("the agent is not running");
     await this.#write(this.#driver.interrupt());
+  }
+
+  /** Writes the answer to one of its permission questions; false when the agent no longer runs. */
+  async answer(lines: readonly string[]): Promise<boolean> {
+    if (!this.running || !this.#child.stdin || this.#child.stdin.destroyed) return false;
+    await this.#write(lines);
+    return true;
   }
 
   /** Writes lines to the agent's stdin in order; resolves once they are flushed. */

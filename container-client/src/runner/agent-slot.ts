@@ -10,14 +10,22 @@
  * limit (RESTARTS within RESTART_WINDOW_MS) the slot gives up and the session fails, saying why.
  * The slot outlives the process until its last event, the one reporting the end, is stored; then
  * the runner forgets it.
+ *
+ * The agent's permission questions (its driver's `asks`) go to the session through the runner
+ * (`approval-asks.ts`), each under an approval id of its own; the decision is written back only
+ * to the process that asked, if it still runs. A question whose process ended, or whose slot is
+ * stopping, is settled (deny, by "ended") and cancelled at the host-agent.
  */
 import type { Logger } from "../../../lib/log.js";
 import type { AgentEvent, AgentEventBody } from "../../../protocol/agent-events.js";
+import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
+import type { PermissionAsk } from "../agents/driver.js";
 import { prepareHome } from "./agent-home.js";
 import type { PreparedLaunch } from "./agent-launch.js";
 import { type AgentExit, AgentProcess } from "./agent-process.js";
+import type { ApprovalAsks } from "./approval-asks.js";
 import { EventBuffer } from "./event-buffer.js";
 import { oomKills } from "./oom-kills.js";
 
@@ -35,6 +43,8 @@ export interface AgentSlotOptions {
   send(events: AgentEvent[]): void;
   /** One stderr line of the agent, for the runner's own output (what `docker logs` shows). */
   echo(line: string): void;
+  /** Where the agent's permission questions go (the runner's, over its socket session). */
+  approvals: Pick<ApprovalAsks, "ask" | "end">;
   /** Restart policy (tests shorten it); default 3 restarts within 2 minutes, 1 s apart and more. */
   restarts?: { max: number; windowMs: number; delayMs: number };
 }
@@ -69,6 +79,8 @@ export class AgentSlot {
   #restarts: number[] = [];
   readonly #stderr: string[] = [];
   #oomBaseline: number | null = null;
+  /** Permission questions not decided yet, by approval id, with the process that asked. */
+  readonly #asks = new Map<string, AgentProcess>();
 
   constructor(options: AgentSlotOptions) {
     this.#o = options;
@@ -164,6 +176,7 @@ export class AgentSlot {
   /** Ends the agent in steps (idempotent); resolves with how it ended. */
   async stop(graceMs: number): Promise<AgentExit> {
     this.#stopping = true;
+    this.#endAsks(null, "the agent was stopped");
     if (this.#agent) return this.#agent.stop(graceMs);
     if (this.#starting) {
       const agent = await this.#starting.catch(() => null);
@@ -192,6 +205,7 @@ export class AgentSlot {
       logger: this.#o.logger,
       deliveredSeq: this.#deliveredSeq,
       onEvent: (event) => this.#emit(event),
+      onAsks: (asks, asker) => this.#asked(asker, asks),
     });
     this.#agent = agent;
     this.#starting = null;
@@ -207,7 +221,57 @@ export class AgentSlot {
     this.#openTurns.add(seq);
   }
 
+  /** Puts each question of process `agent` to the session; its decision goes back to that process only. */
+  #asked(agent: AgentProcess, asks: readonly PermissionAsk[]): void {
+    for (const ask of asks) {
+      if (this.#stopping) {
+        this.#o.logger.info({ kind: ask.request.kind }, "a permission question while stopping; not asked");
+        continue;
+      }
+      const { approvalId, decision } = this.#o.approvals.ask(
+        this.#o.sessionId,
+        this.#o.launch.runtime,
+        ask.request,
+      );
+      this.#asks.set(approvalId, agent);
+      void decision.then((d) => this.#decided(approvalId, agent, ask, d));
+    }
+  }
+
+  async #decided(
+    approvalId: string,
+    agent: AgentProcess,
+    ask: PermissionAsk,
+    decision: ApprovalDecision,
+  ): Promise<void> {
+    this.#asks.delete(approvalId);
+    const log = this.#o.logger.child({ approval_id: approvalId });
+    if (this.#stopping || this.#agent !== agent || !agent.running) {
+      log.info(
+        { decision: decision.decision, by: decision.by },
+        "decision dropped: the agent that asked is gone",
+      );
+      return;
+    }
+    try {
+      if (!(await agent.answer(ask.answer(decision))))
+        log.info({ decision: decision.decision }, "decision dropped: the agent that asked is gone");
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, "could not answer the agent's permission question");
+    }
+  }
+
+  /** Settles the questions of process `agent` (every process: null) and cancels them at the host-agent. */
+  #endAsks(agent: AgentProcess | null, why: string): void {
+    for (const [approvalId, asker] of [...this.#asks]) {
+      if (agent !== null && asker !== agent) continue;
+      this.#asks.delete(approvalId);
+      this.#o.approvals.end(approvalId, why);
+    }
+  }
+
   async #ended(agent: AgentProcess, exit: AgentExit): Promise<void> {
+    this.#endAsks(agent, "the agent process that asked has ended");
     if (this.#agent !== agent) return;
     this.#agent = null;
     this.#o.logger.info({ exit_code: exit.exitCode, signal: exit.signal }, "agent exited");

@@ -8,6 +8,8 @@
  * Nothing here depends on the host-agent being alive: while it is away the agents run on and
  * events wait (bounded); a restarted host-agent gets our hello, naming every agent with its
  * session's secret (so it can serve that session again), and everything not yet acknowledged.
+ * Agents' permission questions go to the host-agent as `approval` requests (`approval-asks.ts`),
+ * re-sent under the same approval id after every reconnect until decided.
  */
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
@@ -26,6 +28,7 @@ import {
 import { SocketSession } from "../socket/socket-session.js";
 import { type LaunchSettings, prepareLaunch } from "./agent-launch.js";
 import { AgentSlot } from "./agent-slot.js";
+import { ApprovalAsks } from "./approval-asks.js";
 import { killUidProcesses } from "./uid-sweep.js";
 
 export interface RunnerOptions {
@@ -50,10 +53,12 @@ export class Runner {
   readonly #log: Logger;
   readonly #session: SocketSession;
   readonly #slots = new Map<string, AgentSlot>();
+  readonly #approvals: ApprovalAsks;
 
   constructor(options: RunnerOptions) {
     this.#o = options;
     this.#log = options.logger;
+    this.#approvals = new ApprovalAsks({ peer: () => this.#session.peer, logger: this.#log });
     this.#session = new SocketSession({
       socketPath: options.socketPath,
       logger: this.#log,
@@ -65,6 +70,7 @@ export class Runner {
       serve: (peer) => this.#serve(peer),
       connected: (peer) => {
         for (const slot of this.#slots.values()) this.#flush(peer, slot.sessionId, slot.pending());
+        this.#approvals.resend(peer);
       },
       rejected: (message) => {
         this.#log.fatal({ message }, "the host-agent rejected the runner's secret; stopping every agent");
@@ -187,6 +193,7 @@ export class Runner {
         if (peer) this.#flush(peer, params.session_id, events);
       },
       echo: (line) => this.#o.echo?.(`[${params.session_id}] ${line}`),
+      approvals: this.#approvals,
     });
     this.#slots.set(params.session_id, slot);
     return slot;

@@ -238,6 +238,7 @@ export class ProjectRuntime {
         runtime: agent.runtime,
         ...(agent.model !== undefined ? { model: agent.model } : {}),
         ...(modelToken !== null ? { model_token: modelToken } : {}),
+        approvals: agent.approvals ?? "auto",
       },
     });
   }
@@ -400,6 +401,8 @@ export class ProjectRuntime {
       runnerConnected: (connection, agents) => runner.attach(connection, agents),
       runnerGone: (connection) => runner.detach(connection),
       agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),
+      // A session this host does not run: an error, which the runner turns into a deny.
+      approval: async (params, ctx) => session(params.session_id).approval(params, ctx),
     };
   }
 

@@ -1,17 +1,19 @@
 import type { Logger } from "../../../lib/log.js";
 import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
+import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import type { RequestMethod } from "../../../protocol/rpc/method.js";
-import type { AgentStartParams } from "../../../protocol/socket.js";
+import type { AgentStartParams, ApprovalParams } from "../../../protocol/socket.js";
 import { SocketMethods } from "../../../protocol/socket.js";
 import { type HostNotice, TunnelMethods } from "../../../protocol/tunnel.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
-import { SessionTunnel } from "../tunnel/session-tunnel.js";
+import { SESSION_ENDED_DECISION, SessionTunnel } from "../tunnel/session-tunnel.js";
+import { ApprovalRelay } from "./approval-relay.js";
 import { CallerCalls } from "./caller-calls.js";
 import type { RunnerLink } from "./runner-link.js";
 
@@ -65,6 +67,7 @@ export class SessionRuntime {
   readonly #log: Logger;
   readonly #tunnel: SessionTunnel;
   readonly #calls: CallerCalls;
+  readonly #approvals: ApprovalRelay;
   #config: CallerToolsConfig | null = null;
   /** The seq of the event reporting the agent's end; once stored, the session ends here. */
   #endSeq: number | null = null;
@@ -125,6 +128,11 @@ export class SessionRuntime {
           : DEFAULT_BACKSTOP_MS,
       logger: this.#log,
     });
+    this.#approvals = new ApprovalRelay({
+      relay: (approvalId, agent, request) => this.#tunnel.approval(approvalId, agent, request),
+      cancel: (approvalId, reason) => this.#tunnel.cancelApproval(approvalId, reason),
+      logger: this.#log,
+    });
   }
 
   get sessionId(): string {
@@ -177,6 +185,22 @@ export class SessionRuntime {
     return this.#tunnel.ask(FORWARDED[method], params, ctx.signal, OUBLIETTE_CALL_TIMEOUT_MS);
   }
 
+  /**
+   * A permission question of the session's agent, from the runner: relayed to the session object,
+   * which decides (asked again after a reconnect under the same approval id, it is the same
+   * question). One asked after the session ended here is denied by "ended".
+   */
+  approval(params: ApprovalParams, ctx: HandlerContext): Promise<ApprovalDecision> {
+    if (this.#closing) {
+      this.#log.info(
+        { approval_id: params.approval_id },
+        "a permission question after the session ended here",
+      );
+      return Promise.resolve(SESSION_ENDED_DECISION);
+    }
+    return this.#approvals.run(params, ctx);
+  }
+
   /** Events of the session's agent, from the runner. */
   agentEvents(events: AgentEvent[]): void {
     for (const event of events) {
@@ -214,6 +238,7 @@ export class SessionRuntime {
       this.#unregisterModel();
       this.#tunnel.close();
       this.#calls.clear();
+      this.#approvals.clear();
     })();
     return this.#closing;
   }
@@ -256,6 +281,7 @@ export class SessionRuntime {
     await new Promise((resolve) => setImmediate(resolve));
     this.#tunnel.close();
     this.#calls.clear();
+    this.#approvals.clear();
     this.#unregisterModel();
     this.#o.runner.forget(this.#o.sessionId);
     this.#o.onClosed(this.#o.sessionId);

@@ -141,6 +141,15 @@ export class ContainerConnection {
     forward(SocketMethods.oublietteCallTool);
     forward(SocketMethods.sessionMessage);
     forward(SocketMethods.sessionEvents);
+    const { approval } = handlers;
+    if (approval) {
+      peer.handle(SocketMethods.approval, (params, ctx) => {
+        // Only the runner, which owns every agent's stdio, asks for an agent.
+        if (this.#role !== "runner")
+          throw new RpcError(RpcErrorCode.Unauthenticated, "approval needs the runner's connection");
+        return approval(params, ctx);
+      });
+    }
     peer.onNotification(SocketMethods.agentEvents, (params) => {
       if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);
     });

@@ -1,7 +1,8 @@
 import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
+import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
-import type { RunnerAgent, SocketMethods } from "../../../protocol/socket.js";
+import type { ApprovalParams, RunnerAgent, SocketMethods } from "../../../protocol/socket.js";
 import type { ContainerConnection } from "./container-connection.js";
 
 /** One caller tool call, as the droid's container-client asked for it. */
@@ -62,4 +63,12 @@ export interface ContainerHandlers {
   runnerGone(connection: ContainerConnection): void;
   /** New (or re-sent) events of one session's agent, from the runner. */
   agentEvents(sessionId: string, events: AgentEvent[]): void;
+  /**
+   * A permission question of one session's agent, from the runner (re-sent under the same
+   * `approval_id` after a reconnect): resolves with the session's decision, or throws an RpcError
+   * (a session this host does not run), which the runner turns into a deny. `ctx.signal` aborts
+   * when the runner cancels it (RequestCancelled) or its connection closes (ConnectionClosed: it
+   * will be re-sent). Without it the method is not served (-32601), as by an older host-agent.
+   */
+  approval?(params: ApprovalParams, ctx: HandlerContext): Promise<ApprovalDecision>;
 }

@@ -3,6 +3,8 @@ import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { ResumableCalls } from "../../../lib/rpc/resumable-calls.js";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import { batchEvents, MAX_EVENTS_PER_BATCH } from "../../../protocol/agent-events.js";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
+import type { ApprovalDecision, ApprovalRequest } from "../../../protocol/approvals.js";
 import {
   type CallerToolOutcome,
   type CallerToolsConfig,
@@ -51,6 +53,21 @@ const HELLO_TIMEOUT_MS = 15_000;
 /** How long `ask` waits for a tunnel that is reconnecting. */
 const READY_WAIT_MS = 30_000;
 
+/** A decision's message is at most this long (ApprovalDecisionSchema). */
+const MAX_DECISION_MESSAGE_CHARS = 2048;
+
+/** A deny nobody decided: the question could not be put (error), or the session is over here (ended). */
+export function undecided(by: "error" | "ended", message: string): ApprovalDecision {
+  const clipped =
+    message.length > MAX_DECISION_MESSAGE_CHARS
+      ? `${message.slice(0, MAX_DECISION_MESSAGE_CHARS - 1)}…`
+      : message;
+  return { decision: "deny", scope: "once", by, message: clipped };
+}
+
+/** What a permission question still pending gets when the session ends on this host. */
+export const SESSION_ENDED_DECISION: ApprovalDecision = undecided("ended", "the session ended");
+
 function unreachable(): RpcError {
   return new RpcError(RpcErrorCode.ServerError, "the session's object cannot be reached from this host now", {
     reason: "host_unreachable",
@@ -60,8 +77,9 @@ function unreachable(): RpcError {
 /**
  * One session's tunnel to its SessionDurableObject. It keeps, across every reconnect: the caller
  * tool calls waiting for an outcome (re-sent under their call id, which the object de-duplicates),
- * cancellations not yet delivered, agent events not yet stored (re-sent; idempotent by seq) and a
- * host-side end of the session not yet acknowledged.
+ * the agent's permission questions waiting for a decision (re-sent under their approval id, the
+ * request id of `approval`), cancellations not yet delivered, agent events not yet stored
+ * (re-sent; idempotent by seq) and a host-side end of the session not yet acknowledged.
  */
 export class SessionTunnel {
   readonly #o: SessionTunnelOptions;
@@ -71,6 +89,7 @@ export class SessionTunnel {
   #usage: SessionUsageParams | null = null;
   readonly #link: TunnelLink;
   readonly #calls: ResumableCalls<CallerToolOutcome>;
+  readonly #approvals: ResumableCalls<ApprovalDecision>;
   #events: AgentEvent[] = [];
   #storedSeq = 0;
   #droppedEvents = 0;
@@ -89,6 +108,18 @@ export class SessionTunnel {
         rpcErrorToOutcome(
           err instanceof RpcError ? err.toErrorObject() : { code: -32603, message: String(err) },
         ),
+    });
+    this.#approvals = new ResumableCalls<ApprovalDecision>({
+      method: TunnelMethods.approval.name,
+      peer: () => this.#ready,
+      answered: (result) => {
+        try {
+          return parseResult(TunnelMethods.approval, result);
+        } catch (err) {
+          return undecided("error", err instanceof Error ? err.message : String(err));
+        }
+      },
+      refused: (err) => undecided("error", err instanceof Error ? err.message : String(err)),
     });
     const url = new URL(
       `/v1/tunnel/sessions/${encodeURIComponent(options.sessionId)}`,
@@ -136,6 +167,20 @@ export class SessionTunnel {
     });
   }
 
+  /**
+   * Relays one permission question of the session's agent; resolves with the session object's
+   * decision however many reconnects it takes. Asked again under the same id while it waits, it
+   * is the same question.
+   */
+  approval(approvalId: string, agent: AgentRuntime, request: ApprovalRequest): Promise<ApprovalDecision> {
+    return this.#approvals.call(approvalId, { approval_id: approvalId, agent, request });
+  }
+
+  /** Nobody waits for approval `approvalId` any more: tell the session object (now, or after the next reconnect). */
+  cancelApproval(approvalId: string, reason: string): void {
+    this.#approvals.cancel(approvalId, { outcome: undecided("ended", reason), reason });
+  }
+
   /** Queues agent events (from the runner) for the session object, in seq order. */
   pushEvents(events: readonly AgentEvent[]): void {
     let last = this.#events.at(-1)?.seq ?? this.#storedSeq;
@@ -177,9 +222,10 @@ export class SessionTunnel {
     return this.#ending.done;
   }
 
-  /** Fails every waiting call (the session is over on this host). */
+  /** Fails every waiting call and denies every waiting permission question (the session is over on this host). */
   failPending(outcome: CallerToolOutcome): void {
     this.#calls.settleAll(() => outcome);
+    this.#approvals.settleAll(() => SESSION_ENDED_DECISION);
   }
 
   close(): void {
@@ -264,6 +310,7 @@ export class SessionTunnel {
     this.#o.onReady?.();
     if (this.#usage) peer.notify(TunnelMethods.sessionUsage, this.#usage);
     this.#calls.resend(peer);
+    this.#approvals.resend(peer);
     if (this.#ending) void this.#sendEnd(peer);
     void this.#pump();
   }
