@@ -88,7 +88,12 @@ export type ApprovalRequest = z.infer<typeof ApprovalRequestSchema>;
 /** An approval request's id: the runner makes it, and it stays the same across every reconnect. */
 export const ApprovalIdSchema = z
   .string()
-  .regex(/^apr_[A-Za-z0-9_-]{8,64}$/, "an approval id is apr_ and 8-64 letters, digits, '_' or '-'");
+  .regex(/^apr_[A-Za-z0-9_-]{8,140}$/, "an approval id is apr_ and 8-140 letters, digits, '_' or '-'");
+
+/** The approval a caller tool call waits for: derived from its call id (which is 1-128 such characters). */
+export function callApprovalId(callId: string): string {
+  return `apr_call_${callId}`;
+}
 
 /**
  * Who decided a request: the policy, an earlier `allow_session`, a person's answer, the deadline,

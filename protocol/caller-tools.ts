@@ -99,6 +99,8 @@ export const CallerToolFailureSchema = z.enum([
   "host_unreachable",
   /** Oubliette itself failed (a bug); the logs say more. */
   "internal",
+  /** The session's approval policy, or a person asked by it, refused the call: the caller never saw it. */
+  "denied",
 ]);
 export type CallerToolFailure = z.infer<typeof CallerToolFailureSchema>;
 

@@ -13,7 +13,7 @@ import { TestCaller } from "../support/caller.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
-import { followUntilReady, runSteps } from "./support.js";
+import { followUntilReady, runSteps, SEND_RESPONSE } from "./support.js";
 
 type ApprovalRequestEvent = Extract<SessionEvent, { type: "approval_request" }>;
 
@@ -245,6 +245,48 @@ describe("an agent asking before a shell command", () => {
       decision: "deny",
       by: "policy",
     });
+  });
+});
+
+describe("a caller tool under a policy that asks", () => {
+  it("denied, it never reaches the caller and the droid is told why; allowed, it does", async () => {
+    const projectId = await projectWith({
+      rules: [{ kind: "mcp_tool", match: "ant_*", action: "ask" }],
+      default: "allow",
+    });
+    const { session_id: sessionId } = await caller.ok<{ session_id: string }>("session", {
+      action: "spawn",
+      project_id: projectId,
+      new_session: true,
+      caller_id: "ant",
+      caller_tools: [SEND_RESPONSE],
+    });
+    await followUntilReady(caller, sessionId, "ant", [SEND_RESPONSE]);
+    const before = caller.events.length;
+    const denied = runSteps(caller, sessionId, [
+      { op: "call", id: "gated", name: "ant_send_response", arguments: { message: "x" } },
+    ]);
+    const asked = (await caller.waitFor(
+      (e) =>
+        e.type === "approval_request" && e.session_id === sessionId && caller.events.indexOf(e) >= before,
+    )) as ApprovalRequestEvent;
+    expect(asked).toMatchObject({ kind: "mcp_tool", tool: "ant_send_response", arguments: { message: "x" } });
+    await answer(sessionId, asked.request_id, "deny", "not that tool");
+    const out = (await denied).find((o) => o.op === "call");
+    expect(out).toMatchObject({ is_error: true });
+    expect(JSON.stringify(out)).toContain("not that tool");
+    expect(approvalEvents(sessionId, "caller_tool_request")).toEqual([]);
+
+    caller.answerWith((r) => (r.session_id === sessionId ? { result: "sent" } : "ignore"));
+    const allowed = runSteps(caller, sessionId, [
+      { op: "call", id: "gated-2", name: "ant_send_response", arguments: { message: "y" } },
+    ]);
+    const second = (await caller.waitFor(
+      (e) => e.type === "approval_request" && e.session_id === sessionId && e.request_id !== asked.request_id,
+    )) as ApprovalRequestEvent;
+    await answer(sessionId, second.request_id, "allow");
+    expect((await allowed).find((o) => o.op === "call")).toMatchObject({ is_error: false });
+    expect(approvalEvents(sessionId, "caller_tool_request")).toHaveLength(1);
   });
 });
 

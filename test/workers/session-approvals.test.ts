@@ -11,7 +11,7 @@ import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize } from "./support/mcp.js";
 import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
-import { events, liveSession, sessionStub } from "./support/session.js";
+import { events, liveSession, respond, sessionStub } from "./support/session.js";
 import { ADMIN, ADMIN_TOKEN, OTHER } from "./support/tokens.js";
 
 afterEach(disconnectAll);
@@ -272,5 +272,73 @@ describe("approval settings through the tools", () => {
     const listed = await callTool(mcp, "session", { action: "list", project_id: projectId });
     const sessions = (listed.structuredContent as { sessions: { status: string }[] }).sessions;
     expect(sessions.map((s) => s.status)).toEqual(["failed"]);
+  });
+});
+
+describe("a caller tool call under an approval policy", () => {
+  const GATED: ApprovalSettings = {
+    policies: [
+      {
+        rules: [
+          { kind: "mcp_tool", match: "ant_send_*", action: "ask" },
+          { kind: "mcp_tool", match: "ant_forbidden", action: "deny" },
+        ],
+        default: "allow",
+      },
+    ],
+    timeoutMs: 60_000,
+    denialMessage: "not approved",
+  };
+
+  it("waits for approval before the caller sees it; allowed, it goes on to the caller", async () => {
+    const s = await liveSession({ approvals: GATED });
+    s.tunnel.call("call-gated-1", "send_response", { text: "hi" });
+    const asked = await s.owner.next("approval_request");
+    expect(asked).toMatchObject({ kind: "mcp_tool", tool: "ant_send_response", arguments: { text: "hi" } });
+    expect(await eventsOf(s.sessionId, "caller_tool_request")).toEqual([]);
+    // A re-sent call (the host reconnected) still waits on the same question.
+    s.tunnel.call("call-gated-1", "send_response", { text: "hi" });
+    await answer(s.sessionId, asked.request_id, "allow");
+    const request = await s.owner.next("caller_tool_request");
+    expect(request).toMatchObject({ request_id: "call-gated-1", tool: "send_response" });
+    await respond(s.sessionId, "call-gated-1", { result: "sent" });
+    expect(await s.tunnel.result("call-gated-1")).toEqual({ ok: true, result: "sent" });
+    expect(await eventsOf(s.sessionId, "approval_request")).toHaveLength(1);
+  });
+
+  it("denied, it fails with reason denied and never reaches the caller", async () => {
+    const s = await liveSession({ approvals: GATED });
+    s.tunnel.call("call-gated-2", "send_response", {});
+    const asked = await s.owner.next("approval_request");
+    await answer(s.sessionId, asked.request_id, "deny", ADMIN, "no mail today");
+    const outcome = await s.tunnel.result("call-gated-2");
+    expect(outcome).toMatchObject({ ok: false, error: { reason: "denied" } });
+    expect(outcome.ok ? "" : outcome.error.message).toContain("no mail today");
+    expect(await eventsOf(s.sessionId, "caller_tool_request")).toEqual([]);
+  });
+
+  it("a rule's deny refuses at once; a tool the policy allows goes straight to the caller", async () => {
+    const s = await liveSession({
+      approvals: GATED,
+      caller: { callerId: "ant", tools: [{ name: "forbidden" }, { name: "lookup" }] },
+    });
+    s.tunnel.call("call-forbidden", "forbidden", {});
+    expect(await s.tunnel.result("call-forbidden")).toMatchObject({ ok: false, error: { reason: "denied" } });
+    s.tunnel.call("call-lookup", "lookup", {});
+    expect(await s.owner.next("caller_tool_request")).toMatchObject({ request_id: "call-lookup" });
+    expect(await eventsOf(s.sessionId, "approval_request")).toEqual([]);
+  });
+
+  it("a call the droid cancels while its question waits ends the question", async () => {
+    const s = await liveSession({ approvals: GATED });
+    s.tunnel.call("call-gated-3", "send_response", {});
+    const asked = await s.owner.next("approval_request");
+    s.tunnel.cancel("call-gated-3", "the droid gave up");
+    expect(await s.owner.next("approval_denied")).toMatchObject({
+      request_id: asked.request_id,
+      by: "ended",
+    });
+    expect(await answer(s.sessionId, asked.request_id, "allow")).toMatchObject({ ok: false });
+    expect(await eventsOf(s.sessionId, "caller_tool_request")).toEqual([]);
   });
 });

@@ -8,9 +8,10 @@ import {
   type ApprovalRequest,
   ApprovalRequestSchema,
   allowanceCovers,
+  callApprovalId,
   evaluatePolicies,
 } from "../../../protocol/approvals.js";
-import type { JsonMap } from "../../../protocol/json.js";
+import { type JsonMap, type JsonObject, JsonObjectSchema } from "../../../protocol/json.js";
 import { project, requireAccess } from "../auth/access.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
@@ -35,6 +36,8 @@ const ApprovalPayloadSchema = z.object({
   request: ApprovalRequestSchema,
   /** The pattern of the rule that asked (null: the whole kind), which `allow_session` allows. */
   match: z.string().nullable(),
+  /** Set when the question is a caller tool call's (its gate): the call goes on once decided. */
+  call: z.object({ id: z.string(), tool: z.string(), arguments: JsonObjectSchema }).optional(),
 });
 type ApprovalPayload = z.infer<typeof ApprovalPayloadSchema>;
 
@@ -73,8 +76,20 @@ export interface ApprovalsDeps {
   scheduleAlarm(): void;
   /** An approval began or ended: the session is not idle. */
   activity(now: number): void;
+  /** A caller tool call's gate was decided by a person or the deadline: the call goes on, or is refused. */
+  callDecided(call: GatedCall, decision: ApprovalDecision): void;
   log: Log;
 }
+
+/** A caller tool call held by its approval. */
+export interface GatedCall {
+  id: string;
+  tool: string;
+  arguments: JsonObject;
+}
+
+/** What a caller tool call's gate says: go on, refused (with why), or wait for a person. */
+export type CallGate = { verdict: "allow" } | { verdict: "deny"; message: string } | { verdict: "waiting" };
 
 /**
  * Approval requests of one session, a kind of pending request (pending/pending-requests.ts). An
@@ -93,7 +108,10 @@ export class Approvals {
     this.#pending = new PendingRequests(
       new PendingStore(deps.sql, KIND, ApprovalOutcomeSchema),
       {
-        deliver: (row, outcome) => deps.sendDecision(row.id, agentPart(outcome)),
+        // A call's gate was not asked by the host: its decision goes on as the call's outcome.
+        deliver: (row, outcome) => {
+          if (!gatedCall(row)) deps.sendDecision(row.id, agentPart(outcome));
+        },
         decided: (row, outcome, now) => this.#decided(row, outcome, now),
         scheduleAlarm: () => deps.scheduleAlarm(),
       },
@@ -113,20 +131,54 @@ export class Approvals {
       this.#emitDecision(approvalId, request, immediate);
       return agentPart(immediate);
     }
-    const settings = record.approvals;
+    this.#openQuestion(approvalId, agent, request);
+    return null;
+  }
+
+  /** Puts a request to a person: an approval_request event, and a pending request until its deadline. */
+  #openQuestion(id: string, agent: string, request: ApprovalRequest, call?: GatedCall): void {
+    const settings = this.#d.record().approvals;
+    const now = Date.now();
     const deadline = now + (settings?.timeoutMs ?? 0);
     const verdict = evaluatePolicies(settings?.policies ?? [], request);
-    const payload: ApprovalPayload = { agent, request, match: verdict.match };
+    const payload: ApprovalPayload = { agent, request, match: verdict.match, ...(call ? { call } : {}) };
     this.#d.events.emit({
       type: "approval_request",
-      request_id: approvalId,
+      request_id: id,
       agent,
       ...request,
       deadline: new Date(deadline).toISOString(),
     });
-    this.#pending.open({ id: approvalId, subject: request.kind, deadline, payload });
+    this.#pending.open({ id, subject: request.kind, deadline, payload });
     this.#d.activity(now);
-    return null;
+  }
+
+  /**
+   * The gate of a droid's caller tool call (`mcp_tool`, by the name the droid sees): the
+   * policies' verdict, an allowance, or a question to a person that holds the call until it is
+   * decided (re-sent calls find it). Allowed calls leave no trace here: the call is the record.
+   */
+  gateCall(call: GatedCall, toolName: string, agent: string): CallGate {
+    const id = callApprovalId(call.id);
+    const known = this.#pending.find(id);
+    if (known?.state === "waiting") return { verdict: "waiting" };
+    if (known?.outcome) return verdictOf(known.outcome);
+    const request: ApprovalRequest = {
+      kind: "mcp_tool",
+      tool: toolName,
+      arguments: call.arguments,
+      summary: `Call ${toolName}`.slice(0, 200),
+    };
+    const record = this.#d.record();
+    const immediate = this.#immediate(record, request);
+    if (immediate?.decision === "allow") return { verdict: "allow" };
+    if (immediate) {
+      this.#pending.decidedOnArrival({ id, subject: request.kind }, immediate, Date.now());
+      this.#emitDecision(id, request, immediate);
+      return verdictOf(immediate);
+    }
+    this.#openQuestion(id, agent, request, call);
+    return { verdict: "waiting" };
   }
 
   /** A person's answer: a writer of the session's project, once, while the request waits. */
@@ -283,7 +335,11 @@ export class Approvals {
   #decided(row: ApprovalRow, outcome: ApprovalOutcome, now: number): void {
     this.#d.activity(now);
     const payload = ApprovalPayloadSchema.safeParse(row.payload);
-    if (payload.success) this.#emitDecision(row.id, payload.data.request, outcome);
+    if (!payload.success) return;
+    this.#emitDecision(row.id, payload.data.request, outcome);
+    // Not on a cancellation: the droid no longer waits for that call.
+    const call = payload.data.call;
+    if (call && outcome.by !== "ended") this.#d.callDecided(call, agentPart(outcome));
   }
 
   #emitDecision(id: string, request: ApprovalRequest, outcome: ApprovalOutcome): void {
@@ -309,6 +365,16 @@ export class Approvals {
       });
     }
   }
+}
+
+function gatedCall(row: ApprovalRow): boolean {
+  return ApprovalPayloadSchema.safeParse(row.payload).data?.call !== undefined;
+}
+
+function verdictOf(outcome: ApprovalOutcome): CallGate {
+  return outcome.decision === "allow"
+    ? { verdict: "allow" }
+    : { verdict: "deny", message: outcome.message ?? "denied" };
 }
 
 /** The decision without who answered (the agent needs no token ids). */

@@ -87,6 +87,14 @@ export class CallerCalls {
     return null;
   }
 
+  /** A call refused before it reached the caller (its approval was denied): remembered like any outcome. */
+  refuse(callId: string, tool: string, outcome: CallerToolOutcome): CallerToolOutcome {
+    const known = this.#pending.find(callId);
+    if (known?.outcome) return known.outcome;
+    this.#pending.decidedOnArrival({ id: callId, subject: tool }, outcome, Date.now());
+    return outcome;
+  }
+
   /** The droid no longer waits for `callId` (it cancelled, or went away). */
   cancel(callId: string, reason: string): void {
     const call = this.#pending.find(callId);

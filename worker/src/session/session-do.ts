@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { callApprovalId } from "../../../protocol/approvals.js";
 import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { AppError, capture, type Result } from "../errors.js";
@@ -11,6 +12,7 @@ import { CallerCalls } from "./caller-calls.js";
 import { CallerInput } from "./caller-input.js";
 import { EventLog } from "./event-log.js";
 import { EventWaiters } from "./event-waiters.js";
+import { GatedCalls } from "./gated-calls.js";
 import { HostInput } from "./host-input.js";
 import { HostTunnel } from "./host-tunnel.js";
 import { Lifetime } from "./lifetime.js";
@@ -52,6 +54,7 @@ export class SessionDurableObject extends DurableObject<Env> {
   readonly #events: EventLog;
   readonly #calls: CallerCalls;
   readonly #approvals: Approvals;
+  readonly #gated: GatedCalls;
   readonly #presence: Presence;
   readonly #tunnel: HostTunnel;
   readonly #subscribers: SubscriberSockets;
@@ -119,8 +122,13 @@ export class SessionDurableObject extends DurableObject<Env> {
         this.#lifetime.touch(now);
         save();
       },
+      callDecided: (call, decision) => {
+        const outcome = this.#gated.decided(call, decision);
+        if (outcome) this.#tunnel.sendOutcome(call.id, outcome);
+      },
       log: state.log,
     });
+    this.#gated = new GatedCalls({ record, approvals: this.#approvals, calls: this.#calls });
     this.#presence = new Presence({
       record,
       save,
@@ -180,12 +188,13 @@ export class SessionDurableObject extends DurableObject<Env> {
       pendingMessages: () => state.store.pendingMessages(),
       callerTool: (callId, tool, args) => {
         this.#lifetime.touch(Date.now());
-        return this.#calls.onCall(callId, tool, args);
+        return this.#gated.call({ id: callId, tool, arguments: args });
       },
       approval: (id, agent, request) => this.#approvals.onAsk(id, agent, request),
       cancel: (id, reason) => {
         this.#calls.cancel(id, reason);
         this.#approvals.cancel(id, reason);
+        this.#approvals.cancel(callApprovalId(id), reason);
       },
       events: (events) => this.#host.agentEvents(events),
       end: (reason, notice) => {
