@@ -153,6 +153,11 @@ export const ApprovalRequestLineSchema = z
   .strict();
 export type ApprovalRequestLine = z.infer<typeof ApprovalRequestLineSchema>;
 
+/** The line protocol's withdrawal of a permission question (the agent no longer waits for it: an interrupt, say). */
+export const ApprovalWithdrawnLineSchema = z
+  .object({ type: z.literal("approval_withdrawn"), id: AgentAskIdSchema })
+  .strict();
+
 /**
  * The line protocol's answer to a permission question, written to the agent's stdin: the
  * session's decision, `{"type":"approval_answer","id","decision","scope","message"?,"by"}`.

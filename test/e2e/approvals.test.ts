@@ -230,6 +230,23 @@ describe("an agent asking before a shell command", () => {
     expect(await workspaceHas(projectId, "by-the-writer.txt")).toBe(true);
   });
 
+  it("an interrupt takes the question back: nobody is left to answer it", async () => {
+    const { outputs, request } = ask(sessionId, "touch interrupted.txt");
+    const asked = await request();
+    await caller.ok("session", { action: "interrupt", session_id: sessionId });
+    // An interrupted script never prints its `done`: nothing to wait for.
+    void outputs.catch(() => undefined);
+    const ended = await caller.waitFor(
+      (e) => e.type === "approval_denied" && e.request_id === asked.request_id,
+      30_000,
+      "the withdrawn question's end",
+    );
+    expect(ended).toMatchObject({ by: "ended", message: "the agent took its question back" });
+    const late = await answer(sessionId, asked.request_id, "allow");
+    expect(late.isError).toBe(true);
+    expect(await workspaceHas(projectId, "interrupted.txt")).toBe(false);
+  });
+
   it("allow_session: the same kind is not asked again", async () => {
     const first = ask(sessionId, "touch session-1.txt");
     const asked = await first.request();

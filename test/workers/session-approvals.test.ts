@@ -11,6 +11,7 @@ import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize } from "./support/mcp.js";
 import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
+import { resultOf } from "./support/rpc-socket.js";
 import { events, liveSession, respond, sessionStub } from "./support/session.js";
 import { ADMIN, ADMIN_TOKEN, OTHER } from "./support/tokens.js";
 
@@ -340,5 +341,65 @@ describe("a caller tool call under an approval policy", () => {
     });
     expect(await answer(s.sessionId, asked.request_id, "allow")).toMatchObject({ ok: false });
     expect(await eventsOf(s.sessionId, "caller_tool_request")).toEqual([]);
+  });
+});
+
+describe("a droid's call of Oubliette's tools under an approval policy", () => {
+  const TOOLS_ASK: ApprovalSettings = {
+    policies: [
+      {
+        rules: [
+          { kind: "mcp_tool", match: "oubliette_workspace", action: "ask" },
+          { kind: "mcp_tool", match: "oubliette_token", action: "deny" },
+        ],
+        default: "allow",
+      },
+    ],
+    timeoutMs: 60_000,
+    denialMessage: "not approved",
+  };
+
+  async function oublietteCall(
+    s: Awaited<ReturnType<typeof liveSession>>,
+    tool: string,
+    args: Record<string, unknown>,
+  ) {
+    return s.tunnel.socket.ask(
+      "oubliette_call_tool",
+      { api_key: ADMIN_TOKEN, tool, arguments: args },
+      30_000,
+    );
+  }
+
+  it("waits for a person before it runs; denied, the droid gets the tool's error and it never runs", async () => {
+    const s = await liveSession({ approvals: TOOLS_ASK });
+    const info = await s.stub.getInfo(ADMIN, null);
+    const projectId = info.ok ? info.value.project_id : "";
+    const call = oublietteCall(s, "workspace", { action: "list", project_id: projectId });
+    const asked = await s.owner.next("approval_request");
+    expect(asked).toMatchObject({
+      kind: "mcp_tool",
+      tool: "oubliette_workspace",
+      arguments: { action: "list" },
+    });
+    await answer(s.sessionId, asked.request_id, "deny", ADMIN, "not now");
+    const refused = resultOf(await call) as { isError?: boolean; content: { text: string }[] };
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toContain("not now");
+    // A rule's deny: refused at once, without a question.
+    const token = resultOf(await oublietteCall(s, "token", { action: "list" })) as { isError?: boolean };
+    expect(token.isError).toBe(true);
+    expect(await eventsOf(s.sessionId, "approval_request")).toHaveLength(1);
+  });
+
+  it("allowed, the tool runs and the droid gets its result", async () => {
+    const projectId = await createProject();
+    const s = await liveSession({ approvals: TOOLS_ASK, projectId });
+    const call = oublietteCall(s, "workspace", { action: "list", project_id: projectId });
+    const asked = await s.owner.next("approval_request");
+    await answer(s.sessionId, asked.request_id, "allow");
+    const listed = resultOf(await call) as { isError?: boolean; content: { text: string }[] };
+    expect(listed.isError, listed.content[0]?.text).toBeFalsy();
+    expect(listed.content[0]?.text).toContain("default");
   });
 });

@@ -4,10 +4,14 @@
  * an interrupt is a `control_request` of subtype `interrupt`. Its MCP servers come from a config
  * file (the container-client as `oubliette`, tools named `mcp__oubliette__<tool>`); tool search is
  * off so MCP tools are offered directly; the only traffic is the model's (through the forwarder,
- * with the session's placeholder as the key). Permission prompts are skipped by the flag; a
- * `can_use_tool` request that still comes is allowed (the session is unattended).
+ * with the session's placeholder as the key). Approvals `auto`: permission prompts are skipped by
+ * the flag, and a `can_use_tool` request that still comes is allowed (the session is unattended).
+ * Approvals `ask`: the CLI runs in its `default` permission mode and puts each question to us on
+ * stdout (`--permission-prompt-tool stdio`), our own MCP server's tools allowed up front; the
+ * questions become PermissionAsks (claude-permission.ts).
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
+import { claudePermissions } from "./claude-permission.js";
 import type { AgentDriver, DriverContext, DriverOutput } from "./driver.js";
 import { assistantBlocks, contentText, json, jsonObject, list, record, text } from "./json-line.js";
 import { Turns } from "./turns.js";
@@ -18,6 +22,8 @@ export function claudeDriver(context: DriverContext): AgentDriver {
   let interrupts = 0;
   let interrupting = false;
   const mcpConfig = `${context.home}/.oubliette/mcp.json`;
+  const permissions =
+    context.approvals === "ask" ? claudePermissions(context.mcpServer.name, context.cwd) : undefined;
   return {
     launch: () => ({
       argv: [
@@ -32,7 +38,17 @@ export function claudeDriver(context: DriverContext): AgentDriver {
         "--mcp-config",
         mcpConfig,
         "--strict-mcp-config",
-        "--dangerously-skip-permissions",
+        ...(permissions !== undefined
+          ? [
+              "--permission-mode",
+              "default",
+              "--permission-prompt-tool",
+              "stdio",
+              // Variadic: the next argument must be an option (`--model`).
+              "--allowedTools",
+              `mcp__${context.mcpServer.name}`,
+            ]
+          : ["--dangerously-skip-permissions"]),
         "--model",
         context.model,
         // After a crash, the same conversation (Claude Code keeps it in its home).
@@ -83,6 +99,8 @@ export function claudeDriver(context: DriverContext): AgentDriver {
       if (!o) return { events: [{ type: "droid_output", text: line }], write: [] };
       if ((o.type === "system" || o.type === "result") && typeof o.session_id === "string")
         sessionId = o.session_id;
+      if (permissions !== undefined && (o.type === "control_request" || o.type === "control_cancel_request"))
+        return permissions.read(o);
       const out = readClaudeLine(o, turns, interrupting);
       if (o.type === "result") interrupting = false;
       return out;

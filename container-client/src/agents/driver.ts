@@ -102,6 +102,12 @@ export interface DriverOutput {
   events: AgentEventBody[];
   write: string[];
   asks?: PermissionAsk[];
+  /**
+   * Questions (asks returned earlier, the same objects) the agent took back, e.g. on an
+   * interrupt: the runner ends them at the session, so nobody is left to answer what no longer
+   * waits.
+   */
+  withdrawn?: PermissionAsk[];
 }
 
 export interface AgentDriver {

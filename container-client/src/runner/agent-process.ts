@@ -36,6 +36,8 @@ export interface AgentProcessOptions {
   onEvent(event: AgentEventBody): void;
   /** The agent asks permission (this process waits for `answer`'s lines). */
   onAsks?(asks: PermissionAsk[], agent: AgentProcess): void;
+  /** The agent took questions back (asks it made earlier). */
+  onWithdrawn?(asks: PermissionAsk[], agent: AgentProcess): void;
   /** The last droid message an earlier process of this agent was given (a restart goes on from it). */
   deliveredSeq?: number;
 }
@@ -76,6 +78,8 @@ export class AgentProcess {
           if (options.onAsks) options.onAsks(read.asks, this);
           else this.#log.warn({ asks: read.asks.length }, "the agent asked permission; nobody to ask");
         }
+        if (read.withdrawn !== undefined && read.withdrawn.length > 0)
+          options.onWithdrawn?.(read.withdrawn, this);
       });
     }
     if (child.stderr) readLines(child.stderr, (line) => options.onEvent(logEvent(line)));

@@ -81,6 +81,8 @@ export class AgentSlot {
   #oomBaseline: number | null = null;
   /** Permission questions not decided yet, by approval id, with the process that asked. */
   readonly #asks = new Map<string, AgentProcess>();
+  /** The approval id each question was asked under. */
+  readonly #askIds = new WeakMap<PermissionAsk, string>();
 
   constructor(options: AgentSlotOptions) {
     this.#o = options;
@@ -206,6 +208,7 @@ export class AgentSlot {
       deliveredSeq: this.#deliveredSeq,
       onEvent: (event) => this.#emit(event),
       onAsks: (asks, asker) => this.#asked(asker, asks),
+      onWithdrawn: (asks) => this.#withdrawn(asks),
     });
     this.#agent = agent;
     this.#starting = null;
@@ -234,7 +237,17 @@ export class AgentSlot {
         ask.request,
       );
       this.#asks.set(approvalId, agent);
+      this.#askIds.set(ask, approvalId);
       void decision.then((d) => this.#decided(approvalId, agent, ask, d));
+    }
+  }
+
+  /** Questions the agent took back: ended at the session (a deny by "ended" nobody waits for). */
+  #withdrawn(asks: readonly PermissionAsk[]): void {
+    for (const ask of asks) {
+      const approvalId = this.#askIds.get(ask);
+      if (approvalId === undefined || !this.#asks.delete(approvalId)) continue;
+      this.#o.approvals.end(approvalId, "the agent took its question back");
     }
   }
 

@@ -38,6 +38,8 @@ const ApprovalPayloadSchema = z.object({
   match: z.string().nullable(),
   /** Set when the question is a caller tool call's (its gate): the call goes on once decided. */
   call: z.object({ id: z.string(), tool: z.string(), arguments: JsonObjectSchema }).optional(),
+  /** Set when a droid's call of Oubliette's tools waits on the question in this object's memory. */
+  held: z.boolean().optional(),
 });
 type ApprovalPayload = z.infer<typeof ApprovalPayloadSchema>;
 
@@ -102,6 +104,8 @@ export type CallGate = { verdict: "allow" } | { verdict: "deny"; message: string
 export class Approvals {
   readonly #d: ApprovalsDeps;
   readonly #pending: PendingRequests<ApprovalOutcome>;
+  /** Droid calls of Oubliette's tools waiting on their question, by approval id. */
+  readonly #held = new Map<string, (decision: ApprovalDecision) => void>();
 
   constructor(deps: ApprovalsDeps) {
     this.#d = deps;
@@ -110,7 +114,10 @@ export class Approvals {
       {
         // A call's gate was not asked by the host: its decision goes on as the call's outcome.
         deliver: (row, outcome) => {
-          if (!gatedCall(row)) deps.sendDecision(row.id, agentPart(outcome));
+          const held = this.#held.get(row.id);
+          this.#held.delete(row.id);
+          if (held) held(agentPart(outcome));
+          else if (askedByHost(row)) deps.sendDecision(row.id, agentPart(outcome));
         },
         decided: (row, outcome, now) => this.#decided(row, outcome, now),
         scheduleAlarm: () => deps.scheduleAlarm(),
@@ -136,12 +143,17 @@ export class Approvals {
   }
 
   /** Puts a request to a person: an approval_request event, and a pending request until its deadline. */
-  #openQuestion(id: string, agent: string, request: ApprovalRequest, call?: GatedCall): void {
+  #openQuestion(
+    id: string,
+    agent: string,
+    request: ApprovalRequest,
+    holder: { call: GatedCall } | { held: true } | null = null,
+  ): void {
     const settings = this.#d.record().approvals;
     const now = Date.now();
     const deadline = now + (settings?.timeoutMs ?? 0);
     const verdict = evaluatePolicies(settings?.policies ?? [], request);
-    const payload: ApprovalPayload = { agent, request, match: verdict.match, ...(call ? { call } : {}) };
+    const payload: ApprovalPayload = { agent, request, match: verdict.match, ...(holder ?? {}) };
     this.#d.events.emit({
       type: "approval_request",
       request_id: id,
@@ -177,8 +189,34 @@ export class Approvals {
       this.#emitDecision(id, request, immediate);
       return verdictOf(immediate);
     }
-    this.#openQuestion(id, agent, request, call);
+    this.#openQuestion(id, agent, request, { call });
     return { verdict: "waiting" };
+  }
+
+  /**
+   * The gate of a droid's call of one of Oubliette's tools (`mcp_tool`, `oubliette_<tool>`):
+   * decided now, or held on a question to a person. The call waits in this object's memory (its
+   * tunnel request is open meanwhile); should the object restart, the question still expires, and
+   * the droid's call fails and may be made again, which asks again.
+   */
+  async gateTool(toolName: string, args: JsonObject, agent: string): Promise<ApprovalDecision> {
+    const request: ApprovalRequest = {
+      kind: "mcp_tool",
+      tool: toolName,
+      arguments: args,
+      summary: `Call ${toolName}`,
+    };
+    const id = `apr_tool_${crypto.randomUUID().replaceAll("-", "")}`;
+    const immediate = this.#immediate(this.#d.record(), request);
+    if (immediate?.decision === "allow") return agentPart(immediate);
+    if (immediate) {
+      this.#pending.decidedOnArrival({ id, subject: request.kind }, immediate, Date.now());
+      this.#emitDecision(id, request, immediate);
+      return agentPart(immediate);
+    }
+    const decided = new Promise<ApprovalDecision>((resolve) => this.#held.set(id, resolve));
+    this.#openQuestion(id, agent, request, { held: true });
+    return decided;
   }
 
   /** A person's answer: a writer of the session's project, once, while the request waits. */
@@ -367,8 +405,10 @@ export class Approvals {
   }
 }
 
-function gatedCall(row: ApprovalRow): boolean {
-  return ApprovalPayloadSchema.safeParse(row.payload).data?.call !== undefined;
+/** Whether the host asked this question (and so waits for its decision on the tunnel). */
+function askedByHost(row: ApprovalRow): boolean {
+  const payload = ApprovalPayloadSchema.safeParse(row.payload).data;
+  return payload !== undefined && payload.call === undefined && payload.held !== true;
 }
 
 function verdictOf(outcome: ApprovalOutcome): CallGate {

@@ -10,6 +10,7 @@ import { catalog } from "../flows/catalog.js";
 import { withChildEvents } from "../flows/child-events.js";
 import { backgroundContext } from "../flows/context.js";
 import { spawnOrResume } from "../flows/session-spawn.js";
+import type { Approvals } from "./approvals.js";
 import type { EventLog } from "./event-log.js";
 import type { Lifetime } from "./lifetime.js";
 import { requireReader } from "./session-access.js";
@@ -26,6 +27,7 @@ export interface HostInputDeps {
   lifetime: Pick<Lifetime, "touch">;
   lifecycle: Pick<SessionLifecycle, "finish" | "reportStatus" | "tellIdleWatchers">;
   views: Pick<SessionViews, "eventsPage">;
+  approvals: Pick<Approvals, "gateTool">;
   scheduleAlarm(): void;
   waitUntil(promise: Promise<unknown>): void;
 }
@@ -145,11 +147,25 @@ export class HostInput {
     return { tools: catalog().droidTools(await this.#listingPrincipal(apiKey)) };
   }
 
-  /** A droid's call of an Oubliette tool with its key (checked again on every call). */
+  /**
+   * A droid's call of an Oubliette tool with its key (checked again on every call), through the
+   * session's approval gate (`oubliette_<tool>`): a refusal is the tool's error, told to the droid.
+   */
   async oublietteCall(apiKey: string, tool: string, args: JsonObject): Promise<unknown> {
+    const principal = await this.#keyPrincipal(apiKey);
+    const record = this.#d.state.require();
+    const gate = await this.#d.approvals.gateTool(
+      `oubliette_${tool}`,
+      args,
+      record.agent?.runtime ?? "scripted",
+    );
+    if (gate.decision === "deny") {
+      const text = `the session's approval policy refused this call: ${gate.message ?? "denied"}`;
+      return { content: [{ type: "text", text }], isError: true };
+    }
     return catalog().droidCall(tool, args, {
       env: this.#d.env,
-      principal: await this.#keyPrincipal(apiKey),
+      principal,
       mcp: null,
       log: this.#d.state.log,
       waitUntil: (promise) => this.#d.waitUntil(promise),

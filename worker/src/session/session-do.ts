@@ -173,6 +173,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       lifetime: this.#lifetime,
       lifecycle: this.#lifecycle,
       views: this.#views,
+      approvals: this.#approvals,
       scheduleAlarm,
       waitUntil,
     });
