@@ -266,7 +266,7 @@ describe("approval settings through the tools", () => {
   it("a runtime that cannot ask yet is refused under a policy that asks, and its index entry is not left starting", async () => {
     const mcp = await initialize(ADMIN_TOKEN);
     await FakeHost.connect(uniqueHostId());
-    const projectId = await createProject({ approval_policy: "ask", default_agent: "claude" });
+    const projectId = await createProject({ approval_policy: "ask", default_agent: "droid" });
     const refused = await callTool(mcp, "session", { action: "spawn", project_id: projectId });
     expect(refused.isError).toBe(true);
     expect(refused.content[0]?.text).toContain("cannot ask for approval yet");

@@ -14,6 +14,8 @@ interface Call {
   input?: JsonValue;
   announced: boolean;
   done: boolean;
+  /** First seen in a permission question, whose content was its input (a later content is its result). */
+  asked?: boolean;
 }
 
 const RUNNING = new Set(["in_progress", "completed", "failed"]);
@@ -21,6 +23,26 @@ const ENDED = new Set(["completed", "failed"]);
 
 export class AcpToolCalls {
   readonly #calls = new Map<string, Call>();
+
+  /**
+   * A call first seen in a permission question (Gemini asks before it sends any update of the
+   * call, and when allowed sends only its end): its title and input as the question told them.
+   */
+  introduce(update: ToolCallUpdate): void {
+    if (this.#calls.has(update.toolCallId)) return;
+    this.update({ ...update, status: "pending" });
+    const call = this.#calls.get(update.toolCallId);
+    if (call) call.asked = true;
+  }
+
+  /**
+   * The input of a call that runs (an update said `in_progress`: OpenCode's `pending` call
+   * carries an empty input, not yet the real one); none before that or once it ended.
+   */
+  runningInput(toolCallId: string): JsonValue | undefined {
+    const call = this.#calls.get(toolCallId);
+    return call?.announced && !call.done ? call.input : undefined;
+  }
 
   /** One `tool_call` or `tool_call_update`. */
   update(update: ToolCallUpdate): AgentEventBody[] {
@@ -32,7 +54,8 @@ export class AcpToolCalls {
     else if (update.kind && call.name === "tool") call.name = update.kind;
     if (update.rawInput !== undefined) call.input = update.rawInput;
     // Gemini shows a call's arguments as its content (JSON text) and sends no rawInput.
-    else if (!call.announced && call.input === undefined) call.input = jsonInContent(update.content);
+    else if (!call.announced && call.input === undefined && !call.asked)
+      call.input = jsonInContent(update.content);
     const status = update.status ?? "";
     const events: AgentEventBody[] = [];
     if (!call.announced && RUNNING.has(status)) {

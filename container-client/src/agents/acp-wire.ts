@@ -56,8 +56,61 @@ export const MessageChunkSchema = z.object({
   messageId: z.string().nullish(),
 });
 
+/** One answer a permission request offers, told apart by `kind` (`allow_once`, `reject_once`, …). */
+const PermissionOptionSchema = z.object({
+  optionId: z.string(),
+  name: z.string().optional(),
+  kind: z.string(),
+});
+export type PermissionOption = z.infer<typeof PermissionOptionSchema>;
+
 /** `session/request_permission`: the options to pick from, and the tool call it is about. */
 export const PermissionRequestSchema = z.object({
-  options: z.array(z.object({ optionId: z.string(), name: z.string().optional(), kind: z.string() })),
+  options: z.array(PermissionOptionSchema),
   toolCall: z.object({ title: z.string().nullish() }).loose().optional(),
 });
+
+/**
+ * The tool call a permission request is about, as a client that asks a person reads it. Its
+ * content items are parsed one by one (`ToolCallContentSchema`, `DiffContentSchema`), so one odd
+ * item spoils nothing else.
+ */
+export const PermissionToolCallSchema = z
+  .object({
+    toolCallId: z.string().catch(""),
+    title: z.string().nullish().catch(undefined),
+    kind: z.string().nullish().catch(undefined),
+    rawInput: JsonValueSchema.optional(),
+    content: z.array(z.unknown()).nullish().catch(undefined),
+  })
+  .loose();
+export type PermissionToolCall = z.infer<typeof PermissionToolCallSchema>;
+
+/** `session/request_permission` as an asking client reads it: nothing in it may make it unanswerable. */
+export const PermissionQuestionSchema = z.object({
+  options: z.array(z.unknown()).catch([]),
+  toolCall: PermissionToolCallSchema.catch({ toolCallId: "" }),
+});
+
+/** A question's tool call as the tool call events read it (`AcpToolCalls`). */
+export const PermissionCallSchema = z.object({ toolCall: ToolCallUpdateSchema });
+
+/** A usable option of a question (others are skipped). */
+export function permissionOptions(options: unknown[]): PermissionOption[] {
+  return options.flatMap((option) => {
+    const parsed = PermissionOptionSchema.safeParse(option);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
+/** A `diff` item of a tool call's content: the file, its text before (null or absent: a new file) and after. */
+export const DiffContentSchema = z
+  .object({
+    type: z.literal("diff"),
+    path: z.string(),
+    oldText: z.string().nullish(),
+    newText: z.string(),
+    _meta: z.looseObject({ kind: z.string().optional() }).nullish().catch(undefined),
+  })
+  .loose();
+export type DiffContent = z.infer<typeof DiffContentSchema>;

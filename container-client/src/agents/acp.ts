@@ -9,12 +9,19 @@
  */
 import type { AgentEventBody, StopReason } from "../../../protocol/agent-events.js";
 import { MessageText } from "./acp-message.js";
-import { answerPermission } from "./acp-permission.js";
+import {
+  type AcpPermissionAgent,
+  AcpQuestions,
+  answerPermission,
+  PERMISSION_METHOD,
+  type QuestionContext,
+} from "./acp-permission.js";
 import { AcpToolCalls } from "./acp-tools.js";
 import {
   InitializeResultSchema,
   MessageChunkSchema,
   NewSessionResultSchema,
+  PermissionCallSchema,
   PromptResultSchema,
   SessionUpdateSchema,
   ToolCallUpdateSchema,
@@ -27,13 +34,16 @@ import {
   NOTHING,
   output,
 } from "./driver.js";
+import { parseRpcLine, type RpcId } from "./json-rpc.js";
 import { RpcDriver } from "./rpc-driver.js";
 
-/** What differs between ACP agents: how each starts. */
+/** What differs between ACP agents: how each starts, and how its permission questions read. */
 export interface AcpAgent {
   launch(context: DriverContext): AgentLaunch;
   /** Whether `session/new` carries the MCP server (else the agent's own config file does). */
   inlineMcpServer: boolean;
+  /** Its questions in "ask" mode. */
+  permissions: AcpPermissionAgent;
 }
 
 const ACP_PROTOCOL_VERSION = 1;
@@ -54,6 +64,8 @@ class AcpDriver extends RpcDriver {
   readonly #agent: AcpAgent;
   readonly #tools = new AcpToolCalls();
   readonly #text = new MessageText();
+  /** In "ask" mode, the permission questions waiting for the session's decision. */
+  readonly #questions: AcpQuestions | undefined;
   #sessionId = "";
   #agentName: string | undefined;
   /** While `session/load` replays the conversation, its updates are history, not events. */
@@ -62,6 +74,7 @@ class AcpDriver extends RpcDriver {
   constructor(context: DriverContext, agent: AcpAgent) {
     super(context, { jsonrpc: true, handshake: ["initialize", "session/new"], turnMethod: "session/prompt" });
     this.#agent = agent;
+    if (context.approvals === "ask") this.#questions = new AcpQuestions(this.rpc, agent.permissions);
   }
 
   launch(): AgentLaunch {
@@ -77,9 +90,34 @@ class AcpDriver extends RpcDriver {
     return [this.rpc.request("initialize", { protocolVersion: ACP_PROTOCOL_VERSION, clientCapabilities })];
   }
 
+  /** The cancel, then (ACP wants it) every permission question still open answered `cancelled`. */
   interrupt(): string[] {
     if (this.turns.active === undefined) return [];
-    return [this.rpc.notify("session/cancel", { sessionId: this.#sessionId })];
+    const withdrawn = this.#questions?.withdrawAll() ?? [];
+    return [this.rpc.notify("session/cancel", { sessionId: this.#sessionId }), ...withdrawn];
+  }
+
+  /** In "ask" mode a permission question is put to the session; everything else as always. */
+  override read(line: string): DriverOutput {
+    if (this.#questions !== undefined) {
+      const message = parseRpcLine(line);
+      if (message?.kind === "request" && message.method === PERMISSION_METHOD)
+        return this.#question(this.#questions, message.id, message.params);
+    }
+    return super.read(line);
+  }
+
+  #question(questions: AcpQuestions, id: RpcId, params: unknown): DriverOutput {
+    const context: QuestionContext = {
+      cwd: this.context.cwd,
+      mcpServerName: this.context.mcpServer.name,
+      callInput: (toolCallId) => this.#tools.runningInput(toolCallId),
+    };
+    const out = questions.question(id, params, context);
+    // The call's name and input, for its events later (Gemini sends no update of it before it ends).
+    const call = PermissionCallSchema.safeParse(params);
+    if (call.success) this.#tools.introduce(call.data.toolCall);
+    return out;
   }
 
   protected startTurn(text: string): string[] {
@@ -89,7 +127,7 @@ class AcpDriver extends RpcDriver {
   }
 
   protected answer(method: string, params: unknown) {
-    return method === "session/request_permission" ? answerPermission(params) : undefined;
+    return method === PERMISSION_METHOD ? answerPermission(params) : undefined;
   }
 
   protected onResult(method: string | undefined, result: unknown): DriverOutput {

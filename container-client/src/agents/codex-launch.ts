@@ -2,8 +2,9 @@
  * How Codex starts: `codex app-server`, with its own CODEX_HOME in the agent's home whose
  * `config.toml` names the model forwarder as the provider (Responses API, key from a variable),
  * the container-client as the `oubliette` MCP server (its calls allowed to run as long as
- * Oubliette's own deadlines let them), no approvals or sandbox of its own (the
- * container is the sandbox) and every switch that keeps it from calling home.
+ * Oubliette's own deadlines let them), no sandbox of its own (the container is the sandbox), no
+ * approvals unless the session asks (`untrusted`: Codex asks, the driver puts each question to the
+ * session) and every switch that keeps it from calling home.
  */
 import { join } from "node:path";
 import { AGENT_TOOL_CALL_TIMEOUT_MS, type AgentLaunch, type DriverContext } from "./driver.js";
@@ -16,7 +17,9 @@ export function codexLaunch(context: DriverContext): AgentLaunch {
   const config: TomlTable = {
     model: context.model,
     model_provider: MODEL_PROVIDER_ID,
-    approval_policy: "never",
+    // Ask mode: the thread asks (thread/start's `untrusted`, which 0.169 refuses here); this is
+    // only what anything not started from the thread falls back to, and still asks for escalations.
+    approval_policy: context.approvals === "ask" ? "on-request" : "never",
     sandbox_mode: "danger-full-access",
     check_for_update_on_startup: false,
     web_search: "disabled",

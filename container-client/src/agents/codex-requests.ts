@@ -2,7 +2,8 @@
  * Codex's requests to its client, answered at once so an unattended session never waits on a
  * person: approvals are granted (the container is the sandbox, and the thread asks for none with
  * `approvalPolicy: "never"`, so they are rare), an MCP tool call's approval is accepted, and what
- * only a person could fill in (a form, a question) is declined or left unanswered.
+ * only a person could fill in (a form, a question) is declined or left unanswered. In ask mode
+ * codex-permission.ts takes the permission questions first; what is left comes here.
  */
 import { z } from "zod";
 import { JsonValueSchema } from "../../../protocol/json.js";

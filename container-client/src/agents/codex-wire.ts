@@ -73,3 +73,96 @@ export const McpStartupSchema = z.object({
   status: z.string(),
   error: z.string().nullish(),
 });
+
+/*
+ * Codex's permission questions (server requests) and what the driver keeps to map them: the
+ * approval policy `untrusted` makes Codex ask before a command, a file change or an MCP tool call.
+ */
+
+const Text = z.string();
+const Nullable = z.string().nullish();
+
+/** `item/commandExecution/requestApproval` (v2): `command` is one shell line (absent for network prompts). */
+export const CommandApprovalParamsSchema = z.object({
+  kind: Nullable,
+  itemId: Nullable,
+  reason: Nullable,
+  command: Nullable,
+  cwd: Nullable,
+  networkApprovalContext: z.object({ host: Text, protocol: Nullable }).loose().nullish(),
+});
+
+/** `item/fileChange/requestApproval` (v2): no path and no diff; they come with the item (by `itemId`). */
+export const FileChangeApprovalParamsSchema = z.object({
+  itemId: Nullable,
+  reason: Nullable,
+  grantRoot: Nullable,
+});
+
+/** `execCommandApproval` (v1): the command as argv. */
+export const ExecCommandApprovalParamsSchema = z.object({
+  command: z.array(Text).nullish(),
+  cwd: Nullable,
+  reason: Nullable,
+});
+
+/** One file of a v1 `applyPatchApproval`. */
+export const V1FileChangeSchema = z.union([
+  z.object({ type: z.enum(["add", "delete"]), content: Text }),
+  z.object({ type: z.literal("update"), unified_diff: Text, move_path: Nullable }),
+]);
+
+export type V1FileChange = z.infer<typeof V1FileChangeSchema>;
+
+/** `applyPatchApproval` (v1): the files and their changes, by path. */
+export const ApplyPatchApprovalParamsSchema = z.object({
+  fileChanges: z.record(Text, V1FileChangeSchema.catch({ type: "update", unified_diff: "" })).nullish(),
+  reason: Nullable,
+  grantRoot: Nullable,
+});
+
+/** `mcpServer/elicitation/request`; an MCP tool call's approval has `_meta.codex_approval_kind: "mcp_tool_call"`. */
+export const ElicitationParamsSchema = z.object({
+  serverName: Nullable,
+  message: Nullable,
+  _meta: z
+    .object({
+      codex_approval_kind: Nullable,
+      tool_name: Nullable,
+      tool_title: Nullable,
+      tool_params: JsonValueSchema.optional(),
+    })
+    .loose()
+    .nullish(),
+});
+
+/** `item/tool/requestUserInput`: Codex's fallback for an MCP tool call's approval, question `mcp_tool_call_approval_<call>`. */
+export const UserInputParamsSchema = z.object({
+  questions: z.array(z.object({ id: Text, question: Nullable }).loose()),
+});
+
+/** `item/permissions/requestApproval`: more sandbox permissions (moot under full access). */
+export const PermissionsApprovalParamsSchema = z.object({
+  cwd: Nullable,
+  reason: Nullable,
+  permissions: JsonValueSchema.optional(),
+});
+
+/** One file of a `fileChange` item: `diff` is the new content (add), the old one (delete) or a unified diff (update). */
+export const FileUpdateChangeSchema = z.object({
+  path: Text,
+  kind: z.object({ type: Text, move_path: Nullable }).loose().nullish(),
+  diff: Nullable,
+});
+export type FileUpdateChange = z.infer<typeof FileUpdateChangeSchema>;
+
+/** A `fileChange` item (`item/started`, `item/completed`), or `item/fileChange/patchUpdated`'s params. */
+export const FileChangeHolderSchema = z.union([
+  z.object({
+    item: z.object({ type: z.literal("fileChange"), id: Text, changes: z.array(FileUpdateChangeSchema) }),
+  }),
+  z.object({ itemId: Text, changes: z.array(FileUpdateChangeSchema) }),
+]);
+
+/** `serverRequest/resolved`: a request of Codex's is settled (answered, or taken back on an interrupt). */
+export const ServerRequestResolvedSchema = z.object({ requestId: z.union([z.number(), z.string()]) });

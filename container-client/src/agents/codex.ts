@@ -3,10 +3,14 @@
  * is `initialize` → (its response) `initialized` + `thread/start`; each droid message is a
  * `turn/start` on that thread, one at a time; `turn/interrupt` needs the turn's id, so an
  * interrupt that comes before it is known is sent once it is. `turn/completed` ends a turn.
+ * In ask mode the thread asks (`approvalPolicy: "untrusted"`) and Codex's permission questions
+ * go to the session as asks (codex-permission.ts); otherwise it asks nothing and what it requests
+ * is answered at once (codex-requests.ts).
  */
 import type { AgentEventBody, StopReason } from "../../../protocol/agent-events.js";
 import { CodexItems } from "./codex-items.js";
 import { codexLaunch } from "./codex-launch.js";
+import { CodexPermissions } from "./codex-permission.js";
 import { answerCodexRequest } from "./codex-requests.js";
 import {
   AgentMessageDeltaSchema,
@@ -19,6 +23,7 @@ import {
   WarningSchema,
 } from "./codex-wire.js";
 import { type AgentDriver, type DriverContext, type DriverOutput, NOTHING, output } from "./driver.js";
+import { parseRpcLine } from "./json-rpc.js";
 import { RpcDriver } from "./rpc-driver.js";
 
 /** How the driver introduces itself in `initialize`. */
@@ -40,6 +45,8 @@ class CodexDriver extends RpcDriver {
   /** The id of the turn in flight, once Codex has said it. */
   #turnId: string | undefined;
   #interruptWanted = false;
+  /** In ask mode: Codex's permission questions, put to the session. */
+  readonly #permissions: CodexPermissions | undefined;
 
   constructor(context: DriverContext) {
     super(context, {
@@ -47,6 +54,21 @@ class CodexDriver extends RpcDriver {
       handshake: ["initialize", "thread/start", "thread/resume"],
       turnMethod: "turn/start",
     });
+    this.#permissions =
+      context.approvals === "ask"
+        ? new CodexPermissions({ cwd: context.cwd, ownServer: context.mcpServer.name })
+        : undefined;
+  }
+
+  override read(line: string): DriverOutput {
+    if (this.#permissions !== undefined) {
+      const message = parseRpcLine(line);
+      if (message?.kind === "request") {
+        const question = this.#permissions.question(this.rpc, message);
+        if (question !== undefined) return question;
+      }
+    }
+    return super.read(line);
   }
 
   launch() {
@@ -81,7 +103,18 @@ class CodexDriver extends RpcDriver {
   protected onResult(method: string | undefined, result: unknown): DriverOutput {
     switch (method) {
       case "initialize": {
-        const settings = { cwd: this.context.cwd, approvalPolicy: "never", sandbox: "danger-full-access" };
+        // Ask mode: Codex asks before every command (0.169 asked even for `ls`), every file
+        // change and every MCP tool call its annotations mark as writing; a person answers (the
+        // reviewer), not a model.
+        const settings =
+          this.#permissions === undefined
+            ? { cwd: this.context.cwd, approvalPolicy: "never", sandbox: "danger-full-access" }
+            : {
+                cwd: this.context.cwd,
+                approvalPolicy: "untrusted",
+                approvalsReviewer: "user",
+                sandbox: "danger-full-access",
+              };
         // After a crash the same thread goes on (Codex keeps it in CODEX_HOME).
         const thread =
           this.context.resume !== undefined
@@ -109,6 +142,7 @@ class CodexDriver extends RpcDriver {
   }
 
   protected onNotification(method: string, params: unknown): DriverOutput {
+    this.#permissions?.observe(method, params);
     switch (method) {
       case "item/agentMessage/delta": {
         const delta = AgentMessageDeltaSchema.safeParse(params);
@@ -122,6 +156,10 @@ class CodexDriver extends RpcDriver {
         return output([], this.#learnTurn(params));
       case "turn/completed":
         return this.#onTurnCompleted(params);
+      case "serverRequest/resolved": {
+        const withdrawn = this.#permissions?.resolved(params) ?? [];
+        return withdrawn.length > 0 ? { events: [], write: [], withdrawn } : NOTHING;
+      }
       case "error": {
         const error = ErrorNotificationSchema.safeParse(params).data;
         if (error === undefined) return NOTHING;

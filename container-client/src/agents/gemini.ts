@@ -1,14 +1,18 @@
 /**
  * Gemini CLI: `gemini --acp -m <model> --yolo --skip-trust` (always an explicit model: without one
- * its router makes extra calls and retries for a long time). The model forwarder is its Gemini
- * API base URL, the placeholder credential its API key; `~/.gemini/settings.json` in the agent's
- * home picks API-key auth, switches off usage statistics, telemetry and updates, and holds the
- * MCP server (trusted, its calls allowed to run as long as Oubliette's own deadlines let them),
- * as the recorded session had it.
+ * its router makes extra calls and retries for a long time); when the session's approvals ask,
+ * `--approval-mode default` instead of `--yolo`, so its policy asks (over ACP) before a shell
+ * command, a file write or edit, a web fetch or a skill (`gemini-permission.ts`), while our own
+ * MCP server, trusted, never asks. The model forwarder is its Gemini API base URL, the
+ * placeholder credential its API key; `~/.gemini/settings.json` in the agent's home picks API-key
+ * auth, switches off usage statistics, telemetry and updates, and holds the MCP server (trusted,
+ * its calls allowed to run as long as Oubliette's own deadlines let them), as the recorded
+ * session had it.
  */
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
 import { AGENT_TOOL_CALL_TIMEOUT_MS, type AgentLaunch, type DriverContext } from "./driver.js";
+import { geminiPermission } from "./gemini-permission.js";
 
 export function geminiLaunch(context: DriverContext): AgentLaunch {
   const { name, command, args, env } = context.mcpServer;
@@ -20,7 +24,7 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
     mcpServers: { [name]: { command, args, env, trust: true, timeout: AGENT_TOOL_CALL_TIMEOUT_MS } },
   };
   return {
-    argv: [...context.command, "--acp", "-m", context.model, "--yolo", "--skip-trust"],
+    argv: [...context.command, "--acp", "-m", context.model, ...approvalMode(context), "--skip-trust"],
     env: { GOOGLE_GEMINI_BASE_URL: context.modelBaseUrl, GEMINI_API_KEY: context.modelToken },
     files: [
       {
@@ -30,6 +34,11 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
     ],
     ...(context.resume !== undefined ? { keep: [keepChats(context.home)] } : {}),
   };
+}
+
+/** Gemini's approval mode: everything allowed, or its default rules that ask. */
+function approvalMode(context: DriverContext): string[] {
+  return context.approvals === "ask" ? ["--approval-mode", "default"] : ["--yolo"];
 }
 
 /**
@@ -47,4 +56,8 @@ function keepChats(home: string) {
   };
 }
 
-export const geminiDriver = acpDriver({ launch: geminiLaunch, inlineMcpServer: false });
+export const geminiDriver = acpDriver({
+  launch: geminiLaunch,
+  inlineMcpServer: false,
+  permissions: { map: geminiPermission, allowOnceId: "proceed_once" },
+});

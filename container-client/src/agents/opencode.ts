@@ -1,14 +1,16 @@
 /**
  * OpenCode: `opencode acp`. Its config (the file OPENCODE_CONFIG names, in the agent's home) adds
  * the model forwarder as an OpenAI-compatible provider (Chat Completions, bundled with OpenCode,
- * nothing downloaded) whose key is read from a variable, picks the model, and allows every tool;
- * the MCP server goes inline in `session/new`. The variables switch off its fetches and updates.
+ * nothing downloaded) whose key is read from a variable, picks the model, and allows every tool
+ * (or, when the session's approvals ask, has it ask: `askingPermission`); the MCP server goes
+ * inline in `session/new`. The variables switch off its fetches and updates.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
 import type { AgentLaunch, DriverContext } from "./driver.js";
 import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
+import { opencodeMcpPrefix, opencodePermission } from "./opencode-permission.js";
 
 const NO_PHONING_HOME = {
   OPENCODE_DISABLE_MODELS_FETCH: "1",
@@ -17,6 +19,25 @@ const NO_PHONING_HOME = {
   OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
   OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
 };
+
+/**
+ * OpenCode's permission rules when the session's approvals ask. The last matching rule wins, and
+ * its built-in rules come first (`"*": "allow"`, `doom_loop` and `external_directory` ask except
+ * its own temporary directories, `.env` reads ask), so these add: shell commands, edits (edit,
+ * write, apply_patch), web fetches and searches ask, a repeated identical call asks, and the tools
+ * of our own MCP server (`oubliette_<tool>`) never ask (the session gates them itself). No `"*"`
+ * rule: one would override the built-in ones that ask.
+ */
+function askingPermission(serverName: string): Record<string, string> {
+  return {
+    bash: "ask",
+    edit: "ask",
+    webfetch: "ask",
+    websearch: "ask",
+    doom_loop: "ask",
+    [`${opencodeMcpPrefix(serverName)}*`]: "allow",
+  };
+}
 
 /**
  * OpenCode serves its own HTTP API on a loopback port, which every process in the container can
@@ -39,7 +60,13 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
         models: { [context.model]: { name: context.model } },
       },
     },
-    permission: { "*": "allow" },
+    ...(context.approvals === "ask"
+      ? // A denied call otherwise ends the turn (OpenCode's `shouldBreak`); the model is told and goes on.
+        {
+          permission: askingPermission(context.mcpServer.name),
+          experimental: { continue_loop_on_deny: true },
+        }
+      : { permission: { "*": "allow" } }),
   };
   return {
     argv: [...context.command, "acp"],
@@ -53,4 +80,8 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
   };
 }
 
-export const opencodeDriver = acpDriver({ launch: opencodeLaunch, inlineMcpServer: true });
+export const opencodeDriver = acpDriver({
+  launch: opencodeLaunch,
+  inlineMcpServer: true,
+  permissions: { map: opencodePermission, allowOnceId: "once" },
+});

@@ -48,7 +48,13 @@ export function approvalsMode(settings: ApprovalSettings): "auto" | "ask" {
  * The runtimes whose own permission hook is wired to approvals (docs/approval-hooks.md). A
  * session whose policy asks cannot run another: it would act unasked, so it is refused instead.
  */
-const RUNTIMES_THAT_ASK: ReadonlySet<AgentRuntime> = new Set(["scripted"]);
+const RUNTIMES_THAT_ASK: ReadonlySet<AgentRuntime> = new Set([
+  "scripted",
+  "claude",
+  "codex",
+  "gemini",
+  "opencode",
+]);
 
 /** Refuses a session whose policy asks on a runtime that cannot ask yet. */
 export function requireAskingRuntime(settings: ApprovalSettings, runtime: AgentRuntime): void {

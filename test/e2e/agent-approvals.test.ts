@@ -1,0 +1,290 @@
+/**
+ * Approvals with every real agent CLI: the Worker under wrangler dev, a Docker host-agent, each
+ * runtime's pinned CLI in its image, a scripted fake model behind the host's model proxy, the
+ * official MCP SDK client as the caller. Under a policy that asks for shell commands, the model
+ * asks the CLI's own shell tool to create a file; the CLI's permission hook asks, the caller gets
+ * `approval_request` with that exact command, and: allow → the file exists and the model saw the
+ * command's output; deny → the model got a refusal and the file never appears; no answer →
+ * denied at the deadline; allow_session → the next command is not asked about; a caller tool the
+ * caller denies never reaches the caller. Asserted on the container's files and on what the fake
+ * model received.
+ */
+import Dockerode from "dockerode";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
+import type { ApprovalPolicy } from "../../protocol/approvals.js";
+import type { SessionEvent } from "../../protocol/events.js";
+import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
+import { TestCaller } from "../support/caller.js";
+import { execAs, projectContainer } from "../support/docker-exec.js";
+import { TestStack } from "../support/stack.js";
+
+type ApprovalRequestEvent = Extract<SessionEvent, { type: "approval_request" }>;
+
+const HOST_KEY = "sk-oubliette-e2e-host-key-0123456789abcdef";
+const MODELS: Partial<Record<AgentRuntime, string>> = {
+  claude: "claude-sonnet-4-5",
+  droid: "claude-sonnet-4-5",
+  codex: "gpt-5",
+  opencode: "gpt-5",
+  gemini: "gemini-2.5-pro",
+};
+const LOOKUP = {
+  name: "lookup",
+  description: "Look a word up in the caller's dictionary.",
+  inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+};
+
+/** Each CLI's own shell tool, as its model calls it. */
+function shellCall(
+  runtime: AgentRuntime,
+  command: string,
+): { tool: string; arguments: Record<string, unknown> } {
+  switch (runtime) {
+    case "claude":
+      return { tool: "Bash", arguments: { command, description: "Make a file" } };
+    case "droid":
+      return {
+        tool: "Execute",
+        arguments: {
+          command,
+          summary: "Make a file",
+          riskLevel: "low",
+          riskLevelReason: "It makes one file.",
+        },
+      };
+    case "codex":
+      return { tool: "exec_command", arguments: { cmd: command } };
+    case "opencode":
+      return { tool: "bash", arguments: { command } };
+    default:
+      return { tool: "run_shell_command", arguments: { command } };
+  }
+}
+
+/** Shell commands ask; caller tools of `ant` ask; everything else runs unasked. */
+const POLICY: ApprovalPolicy = {
+  rules: [
+    { kind: "shell", action: "ask" },
+    { kind: "mcp_tool", match: "ant_*", action: "ask" },
+  ],
+  default: "allow",
+};
+/** Long enough for a test to answer, short enough to wait out once. */
+const TIMEOUT_SECONDS = 25;
+
+const images = inject("agentImages") ?? {};
+const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
+const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
+
+let stack: TestStack;
+let caller: TestCaller;
+let model: FakeModel;
+
+beforeAll(async () => {
+  model = await startFakeModel();
+  stack = await TestStack.start();
+  await stack.addHost({
+    runtime: "docker",
+    image: inject("droidImage"),
+    extraEnv: {
+      OUBLIETTE_ANTHROPIC_API_KEY: HOST_KEY,
+      OUBLIETTE_ANTHROPIC_BASE_URL: model.url,
+      OUBLIETTE_OPENAI_API_KEY: HOST_KEY,
+      OUBLIETTE_OPENAI_BASE_URL: model.url,
+      OUBLIETTE_GEMINI_API_KEY: HOST_KEY,
+      OUBLIETTE_GEMINI_BASE_URL: model.url,
+    },
+  });
+  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
+}, 180_000);
+
+afterAll(async () => {
+  await caller?.close();
+  await stack?.stop();
+  await model?.close();
+});
+
+async function workspaceHas(projectId: string, file: string): Promise<boolean> {
+  const container = await projectContainer(docker(), projectId);
+  const path = `/workspace/default/${file}`;
+  const found = await execAs(container, "0", [
+    "sh",
+    "-c",
+    'if [ -e "$1" ]; then echo yes; else echo no; fi',
+    "sh",
+    path,
+  ]);
+  if (found.code !== 0 || !/^(yes|no)$/.test(found.out.trim()))
+    throw new Error(`could not check ${path}: ${found.out}`);
+  return found.out.trim() === "yes";
+}
+
+function answer(sessionId: string, requestId: string, decision: string, message?: string) {
+  return caller.ok("approval_response", {
+    session_id: sessionId,
+    request_id: requestId,
+    decision,
+    ...(message ? { message } : {}),
+  });
+}
+
+describe.each(runtimes)("approvals with the %s runtime", (runtime) => {
+  let projectId = "";
+  let sessionId = "";
+  let seq = 0;
+
+  function asked(since: number, what: string, timeoutMs = 180_000): Promise<ApprovalRequestEvent> {
+    return caller.waitFor(
+      (e) => e.session_id === sessionId && e.type === "approval_request" && caller.events.indexOf(e) >= since,
+      timeoutMs,
+      what,
+    ) as Promise<ApprovalRequestEvent>;
+  }
+
+  async function send(message: string): Promise<number> {
+    seq += 1;
+    await caller.ok("session", { action: "message", session_id: sessionId, message });
+    return seq;
+  }
+
+  function completion(turn: number, timeoutMs = 180_000) {
+    return caller.waitFor(
+      (e) => e.session_id === sessionId && e.type === "completion" && e.message_seq === turn,
+      timeoutMs,
+      `the completion of turn ${turn}`,
+    );
+  }
+
+  /** The text of every tool result the model received since request `since`. */
+  const toolResultText = (since: number) =>
+    model
+      .toolResults(since)
+      .map((r) => r.text)
+      .join("\n");
+
+  beforeAll(async () => {
+    const created = await caller.ok<{ project_id: string }>("project", {
+      action: "create",
+      name: `approvals-${runtime}-${crypto.randomUUID().slice(0, 8)}`,
+      default_agent: runtime,
+      default_model: MODELS[runtime],
+      limits: { memory_mb: 2048 },
+      approval_policy: POLICY,
+      approval_timeout_seconds: TIMEOUT_SECONDS,
+    });
+    projectId = created.project_id;
+    const spawned = await caller.ok<{ session_id: string }>("session", {
+      action: "spawn",
+      project_id: projectId,
+      caller_id: "ant",
+      caller_tools: [LOOKUP],
+    });
+    sessionId = spawned.session_id;
+  }, 180_000);
+
+  afterEach(() => {
+    const left = model.remaining;
+    model.reset();
+    expect(left, "scripted replies the CLI never asked for").toBe(0);
+  });
+
+  afterAll(async () => {
+    if (projectId !== "")
+      await caller.call("project", { action: "delete", project_id: projectId, force: true });
+  });
+
+  it("allow: the caller sees the exact command; once allowed it runs, and the model sees its output", async () => {
+    const command = "touch allowed.txt && printf 'made-%d\\n' 7";
+    model.script([{ text: "Making the file.", ...shellCall(runtime, command) }, { text: "Made it." }]);
+    const before = model.requests.length;
+    const since = caller.events.length;
+    const turn = await send("Make the file allowed.txt with the shell.");
+    const request = await asked(since, "the shell command's approval request");
+    expect(request).toMatchObject({ kind: "shell", agent: runtime });
+    expect(request.command).toContain("touch allowed.txt");
+    expect(await workspaceHas(projectId, "allowed.txt")).toBe(false);
+    await answer(sessionId, request.request_id, "allow");
+    await completion(turn);
+    expect(await workspaceHas(projectId, "allowed.txt")).toBe(true);
+    expect(toolResultText(before)).toContain("made-7");
+  }, 300_000);
+
+  it("deny: the model receives the refusal and the file never appears", async () => {
+    const command = "touch denied.txt && printf 'made-%d\\n' 8";
+    model.script([
+      { text: "Making another file.", ...shellCall(runtime, command) },
+      { text: "It was refused." },
+    ]);
+    const before = model.requests.length;
+    const since = caller.events.length;
+    const turn = await send("Make the file denied.txt with the shell.");
+    const request = await asked(since, "the shell command's approval request");
+    expect(request.command).toContain("touch denied.txt");
+    await answer(sessionId, request.request_id, "deny", "operator says no to denied.txt");
+    await completion(turn);
+    expect(await workspaceHas(projectId, "denied.txt")).toBe(false);
+    // The model was told: its tool call got a result, and never the command's output.
+    const results = toolResultText(before);
+    expect(model.toolResults(before).length).toBeGreaterThan(0);
+    expect(results).not.toContain("made-8");
+    // Claude Code carries the person's message to the model; the others refuse without one.
+    if (runtime === "claude") expect(results).toContain("operator says no to denied.txt");
+  }, 300_000);
+
+  it("a caller tool the caller denies never reaches the caller; the model is told", async () => {
+    model.script([
+      { text: "Looking it up.", tool: "ant_lookup", arguments: { word: "trapdoor" } },
+      { text: "The lookup was refused." },
+    ]);
+    caller.answerWith((r) => (r.session_id === sessionId ? { result: "should never be asked" } : "ignore"));
+    const before = model.requests.length;
+    const since = caller.events.length;
+    const turn = await send("Look up trapdoor with the lookup tool.");
+    const request = await asked(since, "the caller tool's approval request");
+    expect(request).toMatchObject({ kind: "mcp_tool", tool: "ant_lookup", arguments: { word: "trapdoor" } });
+    await answer(sessionId, request.request_id, "deny", "no lookups now");
+    await completion(turn);
+    expect(
+      caller.events.filter((e) => e.session_id === sessionId && e.type === "caller_tool_request"),
+    ).toEqual([]);
+    expect(toolResultText(before)).toContain("no lookups now");
+    expect(toolResultText(before)).not.toContain("should never be asked");
+  }, 300_000);
+
+  it("no answer: the command is denied at the deadline and never runs", async () => {
+    model.script([
+      { text: "Trying once more.", ...shellCall(runtime, "touch unanswered.txt") },
+      { text: "Nobody answered." },
+    ]);
+    const since = caller.events.length;
+    const turn = await send("Make unanswered.txt with the shell.");
+    const request = await asked(since, "the approval request nobody answers");
+    await caller.waitFor(
+      (e) => e.type === "approval_expired" && e.request_id === request.request_id,
+      (TIMEOUT_SECONDS + 30) * 1000,
+      "the deadline",
+    );
+    await completion(turn);
+    expect(await workspaceHas(projectId, "unanswered.txt")).toBe(false);
+  }, 300_000);
+  // Last: its allowance covers every later shell command of the session.
+  it("allow_session: the next shell command is not asked about", async () => {
+    model.script([
+      { text: "First file.", ...shellCall(runtime, "touch session-1.txt") },
+      { text: "Second file.", ...shellCall(runtime, "touch session-2.txt") },
+      { text: "Both made." },
+    ]);
+    const since = caller.events.length;
+    const turn = await send("Make session-1.txt and then session-2.txt with the shell.");
+    const request = await asked(since, "the first command's approval request");
+    await answer(sessionId, request.request_id, "allow_session");
+    await completion(turn);
+    expect(await workspaceHas(projectId, "session-1.txt")).toBe(true);
+    expect(await workspaceHas(projectId, "session-2.txt")).toBe(true);
+    const asks = caller.events.filter(
+      (e) => e.session_id === sessionId && e.type === "approval_request" && caller.events.indexOf(e) >= since,
+    );
+    expect(asks).toHaveLength(1);
+  }, 300_000);
+});
