@@ -11,6 +11,11 @@ export interface McpMeta {
   logLevel: LoggingLevel;
   createdAt: string;
   lastActivity: number;
+  /**
+   * The client declared form elicitation at `initialize` (a revision that has it): approval
+   * requests are also put to its human as `elicitation/create` (approval-elicitations.ts).
+   */
+  canElicit: boolean;
 }
 
 const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const;
@@ -23,6 +28,8 @@ const McpMetaSchema = z.object({
   logLevel: z.enum(LEVELS),
   createdAt: z.string(),
   lastActivity: z.number(),
+  // Absent in metas stored before elicitation: those clients are not asked.
+  canElicit: z.boolean().default(false),
 });
 
 /** How an MCP session's meta is stored: version 1 is the first with a version (0: bare JSON). */

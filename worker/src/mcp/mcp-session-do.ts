@@ -2,10 +2,14 @@ import { DurableObject } from "cloudflare:workers";
 import {
   type InitializeRequest,
   isInitializeRequest,
+  isJSONRPCErrorResponse,
   isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCErrorResponse,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
   type JSONRPCRequest,
+  type JSONRPCResultResponse,
   type LoggingLevel,
 } from "@modelcontextprotocol/sdk/types.js";
 import { alwaysDelivered, loggerFor, type SessionEvent } from "../../../protocol/events.js";
@@ -22,6 +26,8 @@ import { TOKEN_RECHECK_MS } from "../session/subscriber-sockets.js";
 import type { PresenceChange } from "../session/types.js";
 import { SSE_HEADERS, SseStream } from "../streams/sse.js";
 import { AnswerStreams } from "./answer-streams.js";
+import { clientCanElicit } from "./approval-elicitation-form.js";
+import { ApprovalElicitations } from "./approval-elicitations.js";
 import { InFlightCalls } from "./in-flight-calls.js";
 import {
   type HttpReply,
@@ -73,6 +79,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
   readonly #store: McpStore;
   readonly #answers = new AnswerStreams();
   readonly #calls = new InFlightCalls();
+  readonly #elicitations: ApprovalElicitations;
   #meta: McpMeta | null;
   #stream: SseStream | null = null;
   #log: Log;
@@ -82,6 +89,12 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     this.#store = new McpStore(ctx.storage);
     this.#meta = this.#store.getMeta("session", MCP_META);
     this.#log = createLog({ component: "mcp", mcp_session: this.#meta?.sessionId });
+    this.#elicitations = new ApprovalElicitations({
+      sql: ctx.storage.sql,
+      env,
+      log: () => this.#log,
+      send: (message) => this.#send(message),
+    });
     void ctx.blockConcurrencyWhile(() => this.#store.load());
   }
 
@@ -125,13 +138,15 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       const level: LoggingLevel = needed ? "notice" : "job_id" in event ? jobEventLevel(event) : "info";
       // Caller tool and approval requests wait for this caller: they go out whatever the log level.
       if (!needed && !passesLevel(level, meta.logLevel)) continue;
-      const message = JSON.stringify({
-        jsonrpc: "2.0",
-        method: "notifications/message",
-        params: { level, logger: loggerFor(event), data: event },
-      });
-      const seq = this.#store.append(message);
-      this.#stream?.event(message, seq);
+      this.#send(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          method: "notifications/message",
+          params: { level, logger: loggerFor(event), data: event },
+        }),
+      );
+      // An approval request is also put to the client's human; a decision closes that dialog.
+      this.#elicitations.onEvent(event, meta);
     }
     return { accepted: true };
   }
@@ -213,6 +228,12 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     if (badVersion) return badVersion;
     this.#touch(meta);
     for (const message of messages) this.#calls.noticeCancel(message);
+    // Responses to what this server asked (elicitations): answered before any request runs.
+    const answers = messages.filter(
+      (m): m is JSONRPCResultResponse | JSONRPCErrorResponse =>
+        isJSONRPCResultResponse(m) || isJSONRPCErrorResponse(m),
+    );
+    if (answers.length > 0) await this.#elicitations.onResponses(answers, principal, meta);
     const requests = messages.filter((m): m is JSONRPCRequest => isJSONRPCRequest(m));
     if (requests.length === 0) return { status: 202 };
     const reply = new PostReply(
@@ -239,6 +260,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       logLevel: "debug",
       createdAt: new Date().toISOString(),
       lastActivity: Date.now(),
+      canElicit: clientCanElicit(protocolVersion, request.params.capabilities),
     };
     this.#store.setMeta("session", MCP_META, this.#meta);
     await this.ctx.storage.setAlarm(Date.now() + IDLE_TTL_MS);
@@ -247,6 +269,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       client: this.#meta.clientName,
       protocol: protocolVersion,
       token: principal.tokenId,
+      elicitation: this.#meta.canElicit,
     });
     const result = {
       protocolVersion,
@@ -352,6 +375,7 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     const sessions = this.#store.subscriptions();
     this.#meta = null;
     await this.#store.clear();
+    this.#elicitations.reset();
     await this.ctx.storage.deleteAlarm();
     this.#stream?.close();
     this.#stream = null;
@@ -359,6 +383,12 @@ export class McpSessionDurableObject extends DurableObject<Env> {
   }
 
   // ------------------------------------------------------------------ helpers
+
+  /** A message on the event stream, kept in the outbox so a client resuming with Last-Event-ID gets it. */
+  #send(message: string): void {
+    const seq = this.#store.append(message);
+    this.#stream?.event(message, seq);
+  }
 
   #authorized(principal: CallerPrincipal): McpMeta | HttpReply {
     const meta = this.#meta;
