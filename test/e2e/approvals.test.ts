@@ -307,6 +307,49 @@ describe("a caller tool under a policy that asks", () => {
   });
 });
 
+describe("a caller whose MCP client can elicit", () => {
+  it("gets the approval as its client's own dialog: accept runs the command, decline denies it", async () => {
+    const seen: string[] = [];
+    let next: "allow" | "decline" = "allow";
+    const human = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "human-in-the-loop", {
+      elicit: (params) => {
+        seen.push(params.message);
+        return next === "allow"
+          ? { action: "accept", content: { decision: "allow" } }
+          : { action: "decline" };
+      },
+    });
+    try {
+      const created = await human.ok<{ project_id: string }>("project", {
+        action: "create",
+        name: `elicit-${crypto.randomUUID().slice(0, 8)}`,
+        approval_policy: SHELL_ASKS,
+      });
+      const { session_id: sessionId } = await human.ok<{ session_id: string }>("session", {
+        action: "spawn",
+        project_id: created.project_id,
+        new_session: true,
+      });
+      await followUntilReady(human, sessionId, "ant", []);
+      const allowed = await runSteps(human, sessionId, [
+        { op: "ask", request: { kind: "shell", command: "touch by-dialog.txt", summary: "make a file" } },
+      ]);
+      expect(allowed.find((o) => o.op === "approval")).toMatchObject({ decision: "allow", by: "answer" });
+      expect(seen.at(-1)).toContain("touch by-dialog.txt");
+      expect(await workspaceHas(created.project_id, "by-dialog.txt")).toBe(true);
+      next = "decline";
+      const declined = await runSteps(human, sessionId, [
+        { op: "ask", request: { kind: "shell", command: "touch declined.txt", summary: "make a file" } },
+      ]);
+      expect(declined.find((o) => o.op === "approval")).toMatchObject({ decision: "deny", by: "answer" });
+      expect(await workspaceHas(created.project_id, "declined.txt")).toBe(false);
+      expect(seen).toHaveLength(2);
+    } finally {
+      await human.close();
+    }
+  });
+});
+
 describe("deadlines and faults", () => {
   it("no answer: denied at the deadline, and a late answer is refused", async () => {
     const projectId = await projectWith(SHELL_ASKS, { approval_timeout_seconds: 3 });

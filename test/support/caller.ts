@@ -8,7 +8,13 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { type CallToolResult, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type CallToolResult,
+  type ElicitRequest,
+  ElicitRequestSchema,
+  type ElicitResult,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { type EventsPage, SessionFollower } from "./session-follower.js";
 
@@ -43,7 +49,12 @@ export class TestCaller extends SessionFollower {
     mcpUrl: URL,
     token: string,
     name = "test-caller",
-    options: { reconnectAttempts?: number; notifications?: boolean } = {},
+    options: {
+      reconnectAttempts?: number;
+      notifications?: boolean;
+      /** Declares the elicitation capability and answers each `elicitation/create` with this. */
+      elicit?: (request: ElicitRequest["params"]) => ElicitResult | Promise<ElicitResult>;
+    } = {},
   ): Promise<TestCaller> {
     const transport = new StreamableHTTPClientTransport(mcpUrl, {
       requestInit: { headers: { authorization: `Bearer ${token}` } },
@@ -54,7 +65,12 @@ export class TestCaller extends SessionFollower {
         maxRetries: options.reconnectAttempts ?? 2,
       },
     });
-    const client = new Client({ name, version: "1.0.0" });
+    const client = new Client(
+      { name, version: "1.0.0" },
+      options.elicit ? { capabilities: { elicitation: {} } } : undefined,
+    );
+    const elicit = options.elicit;
+    if (elicit) client.setRequestHandler(ElicitRequestSchema, (request) => elicit(request.params));
     const caller = new TestCaller(client, transport, options.notifications === false);
     if (!caller.polls) {
       client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
