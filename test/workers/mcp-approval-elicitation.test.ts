@@ -209,6 +209,17 @@ describe("approval requests as MCP elicitations", () => {
     // Answered by this client: nothing to withdraw.
     await drain(c, s);
     expect(methodsSeen(c.stream)).not.toContain("notifications/cancelled");
+    // In the audit log with the token that decided.
+    const listed = await callTool(c.mcp, "audit", { action_prefix: "elicitation approval_response" });
+    const entries = (listed.structuredContent as { entries: Record<string, unknown>[] }).entries;
+    expect(entries).toContainEqual(
+      expect.objectContaining({
+        token_id: "admin",
+        action: "elicitation approval_response allow",
+        target: `${s.sessionId}/apr_elicitallow01`,
+        outcome: "ok",
+      }),
+    );
   });
 
   it("decline: the agent is denied, told it was declined in the client", async () => {

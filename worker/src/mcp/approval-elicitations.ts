@@ -207,6 +207,19 @@ export class ApprovalElicitations {
           code: answered.error.code,
           error: clip(answered.error.message, 300),
         });
+      // A decision made outside the tools: audited here, as approval_response is by dispatch.
+      await objects
+        .audit(this.#d.env)
+        .record({
+          at: Date.now(),
+          token_id: principal.tokenId,
+          action: `elicitation approval_response ${read.answer}`,
+          target: `${open.sessionId}/${open.requestId}`,
+          outcome: answered.ok ? "ok" : answered.error.code,
+        })
+        .catch((err: unknown) =>
+          log.error("could not write the audit log", { ...fields, error: errorMessage(err) }),
+        );
     } catch (err) {
       log.warn("approval answer through elicitation failed", { ...fields, error: errorMessage(err) });
     }
