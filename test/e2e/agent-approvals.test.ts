@@ -212,9 +212,11 @@ describe.each(runtimes)("approvals with the %s runtime", (runtime) => {
 
   it("deny: the model receives the refusal and the file never appears", async () => {
     const command = "touch denied.txt && printf 'made-%d\\n' 8";
+    // Droid ends its turn on a refusal: its model hears of it with the next message.
+    const endsTurn = runtime === "droid";
     model.script([
       { text: "Making another file.", ...shellCall(runtime, command) },
-      { text: "It was refused." },
+      ...(endsTurn ? [] : [{ text: "It was refused." }]),
     ]);
     const before = model.requests.length;
     const since = caller.events.length;
@@ -224,12 +226,17 @@ describe.each(runtimes)("approvals with the %s runtime", (runtime) => {
     await answer(sessionId, request.request_id, "deny", "operator says no to denied.txt");
     await completion(turn);
     expect(await workspaceHas(projectId, "denied.txt")).toBe(false);
+    if (endsTurn) {
+      model.script([{ text: "Understood, it was refused." }]);
+      await completion(await send("Was the file made?"));
+    }
     // The model was told: its tool call got a result, and never the command's output.
     const results = toolResultText(before);
     expect(model.toolResults(before).length).toBeGreaterThan(0);
     expect(results).not.toContain("made-8");
-    // Claude Code carries the person's message to the model; the others refuse without one.
-    if (runtime === "claude") expect(results).toContain("operator says no to denied.txt");
+    // Claude Code and Droid carry the person's message to the model; the others refuse without one.
+    if (runtime === "claude" || runtime === "droid")
+      expect(results).toContain("operator says no to denied.txt");
   }, 300_000);
 
   it("a caller tool the caller denies never reaches the caller; the model is told", async () => {
@@ -253,9 +260,10 @@ describe.each(runtimes)("approvals with the %s runtime", (runtime) => {
   }, 300_000);
 
   it("no answer: the command is denied at the deadline and never runs", async () => {
+    const endsTurn = runtime === "droid";
     model.script([
       { text: "Trying once more.", ...shellCall(runtime, "touch unanswered.txt") },
-      { text: "Nobody answered." },
+      ...(endsTurn ? [] : [{ text: "Nobody answered." }]),
     ]);
     const since = caller.events.length;
     const turn = await send("Make unanswered.txt with the shell.");

@@ -8,9 +8,14 @@
  * environment variable holding the session's placeholder. Air-gapped mode stops all other traffic.
  * After a crash the new process continues the conversation with `droid.load_session` (droid keeps
  * its sessions in the agent's home); a session it cannot load gives way to a new one, with a warning.
+ * Approvals `auto`: autonomy high, and a request of droid's (none is expected) is refused. `ask`:
+ * autonomy off, so droid asks before edits, commands and MCP calls (`droid.request_permission`),
+ * each question a PermissionAsk (droid-permission.ts); a loaded session is set to autonomy off
+ * again (`droid.update_session_settings`), in case it was saved otherwise.
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
 import { type AgentDriver, type DriverContext, type DriverOutput, NOTHING, output } from "./driver.js";
+import { droidPermissions, PERMISSION_METHOD } from "./droid-permission.js";
 import { assistantBlocks, contentText, json, jsonObject, record, text } from "./json-line.js";
 import { Turns } from "./turns.js";
 
@@ -22,6 +27,9 @@ const LOAD_ID = "oub-load";
 
 export function droidDriver(context: DriverContext): AgentDriver {
   const turns = new Turns();
+  const permissions =
+    context.approvals === "ask" ? droidPermissions(context.mcpServer.name, context.cwd) : undefined;
+  const autonomyLevel = permissions !== undefined ? "off" : "high";
   let ready = false;
   /** Droid's own id of the session, once its handshake answered. */
   let droidSessionId: string | undefined;
@@ -47,7 +55,7 @@ export function droidDriver(context: DriverContext): AgentDriver {
         machineId: context.sessionId,
         cwd: context.cwd,
         modelId: `custom:${context.model}`,
-        autonomyLevel: "high",
+        autonomyLevel,
         mcpServers: mcpServers(),
       },
       INIT_ID,
@@ -57,6 +65,11 @@ export function droidDriver(context: DriverContext): AgentDriver {
     ready = true;
     loading = false;
     if (typeof sessionId === "string" && sessionId !== "") droidSessionId = sessionId;
+    // A loaded session keeps the settings it was saved with: one that asks is made sure to.
+    const settings =
+      resumed && permissions !== undefined
+        ? [request("droid.update_session_settings", { autonomyLevel })]
+        : [];
     return output(
       [
         {
@@ -66,7 +79,7 @@ export function droidDriver(context: DriverContext): AgentDriver {
           data: { droid_session_id: json(droidSessionId), ...(resumed ? { resumed: true } : {}) },
         },
       ],
-      early.splice(0).map((m) => userMessage(m.seq, m.text)),
+      [...settings, ...early.splice(0).map((m) => userMessage(m.seq, m.text))],
     );
   };
   const userMessage = (seq: number, message: string) => {
@@ -99,6 +112,9 @@ export function droidDriver(context: DriverContext): AgentDriver {
                 maxOutputTokens: 8192,
               },
             ],
+            // Asking: no command runs unasked (Droid's default allowlist lets ls, git status… by),
+            // so the session's shell rules see every command.
+            ...(context.approvals === "ask" ? { commandAllowlist: [] } : {}),
           }),
         },
       ],
@@ -157,8 +173,10 @@ export function droidDriver(context: DriverContext): AgentDriver {
           write: [],
         };
       }
+      if (o.type === "request" && o.method === PERMISSION_METHOD && permissions !== undefined)
+        return permissions.ask(o);
       if (o.type === "request") {
-        // Nothing should ask at autonomy high; refuse anything else plainly rather than hang it.
+        // Nothing should ask at autonomy high (nor else at off); refuse plainly rather than hang it.
         return {
           events: [
             {
@@ -179,7 +197,10 @@ export function droidDriver(context: DriverContext): AgentDriver {
         };
       }
       if (o.method !== "droid.session_notification" || loading) return NOTHING;
-      return { events: readNotification(record(record(o.params)?.notification), turns), write: [] };
+      const notification = record(record(o.params)?.notification);
+      if (notification?.type === "permission_resolved" && permissions !== undefined)
+        return permissions.resolved(notification);
+      return { events: readNotification(notification, turns), write: [] };
     },
   };
 }

@@ -45,23 +45,26 @@ export function approvalsMode(settings: ApprovalSettings): "auto" | "ask" {
 }
 
 /**
- * The runtimes whose own permission hook is wired to approvals (docs/approval-hooks.md). A
- * session whose policy asks cannot run another: it would act unasked, so it is refused instead.
+ * Whether each runtime's own permission hook is wired to approvals (docs/approval-hooks.md).
+ * Every runtime must say (a new one does not compile until it does); a session whose policy asks
+ * cannot run one that says no: it would act unasked, so it is refused instead.
  */
-const RUNTIMES_THAT_ASK: ReadonlySet<AgentRuntime> = new Set([
-  "scripted",
-  "claude",
-  "codex",
-  "gemini",
-  "opencode",
-]);
+const ASKS: Record<AgentRuntime, boolean> = {
+  scripted: true,
+  claude: true,
+  codex: true,
+  gemini: true,
+  opencode: true,
+  droid: true,
+};
 
-/** Refuses a session whose policy asks on a runtime that cannot ask yet. */
+/** Refuses a session whose policy asks on a runtime that cannot ask. */
 export function requireAskingRuntime(settings: ApprovalSettings, runtime: AgentRuntime): void {
-  if (approvalsMode(settings) === "auto" || RUNTIMES_THAT_ASK.has(runtime)) return;
+  if (approvalsMode(settings) === "auto" || ASKS[runtime]) return;
+  const able = Object.entries(ASKS).flatMap(([name, asks]) => (asks ? [name] : []));
   throw new AppError(
     "unsupported",
-    `the ${runtime} agent cannot ask for approval yet, and this session's approval policy asks: ` +
-      `use approval_policy "auto" or one of ${[...RUNTIMES_THAT_ASK].join(", ")}`,
+    `the ${runtime} agent cannot ask for approval, and this session's approval policy asks: ` +
+      `use approval_policy "auto" or one of ${able.join(", ")}`,
   );
 }
