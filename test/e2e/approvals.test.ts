@@ -242,6 +242,8 @@ describe("an agent asking before a shell command", () => {
       "the withdrawn question's end",
     );
     expect(ended).toMatchObject({ by: "ended", message: "the agent took its question back" });
+    // The droid's own account of it, so no later step reads it as its own.
+    await caller.waitForOutput(sessionId, (d) => d.op === "approval" && d.interrupted === true);
     const late = await answer(sessionId, asked.request_id, "allow");
     expect(late.isError).toBe(true);
     expect(await workspaceHas(projectId, "interrupted.txt")).toBe(false);
@@ -418,5 +420,36 @@ describe("deadlines and faults", () => {
     const content = await execAs(container, "0", ["cat", "/workspace/default/cut.txt"]);
     expect(content.out.trim().split("\n")).toEqual(["ran"]);
     expect(approvalEvents(sessionId, "approval_request").length).toBe(1);
+  });
+  // Last: the other tests' caller lost its stream with the old Worker.
+  it("a Worker restart while an approval waits: the question and its answer survive, the command runs once", async () => {
+    const projectId = await projectWith(SHELL_ASKS);
+    const sessionId = await droidIn(projectId);
+    const { outputs, request } = ask(sessionId, "echo ran >> restart.txt", 180_000);
+    const asked = await request();
+    await stack.restartWorker();
+    // A caller of its own after the restart (the first one's stream went with the old Worker).
+    const after = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "after-restart");
+    try {
+      const pending = await after.ok<{ open_approvals: { request_id: string }[] }>("session", {
+        action: "pending",
+        session_id: sessionId,
+      });
+      expect(pending.open_approvals.map((a) => a.request_id)).toEqual([asked.request_id]);
+      await after.ok("approval_response", {
+        session_id: sessionId,
+        request_id: asked.request_id,
+        decision: "allow",
+      });
+      after.follow(sessionId);
+      await after.waitForOutput(sessionId, (d) => d.op === "approval" && d.decision === "allow", 120_000);
+      await after.waitForOutput(sessionId, (d) => d.op === "ran", 60_000);
+    } finally {
+      await after.close();
+    }
+    void outputs.catch(() => undefined);
+    const container = await projectContainer(docker, projectId);
+    const content = await execAs(container, "0", ["cat", "/workspace/default/restart.txt"]);
+    expect(content.out.trim().split("\n")).toEqual(["ran"]);
   });
 });

@@ -7,8 +7,7 @@
  */
 import { CancelledNotificationSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ApprovalRequest } from "../../protocol/approvals.js";
-import type { ApprovalSettings } from "../../worker/src/session/types.js";
+import { ASK_BEFORE_PUSH, PUSH } from "./support/approvals.js";
 import { disconnectAll } from "./support/fake-host.js";
 import { callTool, mcpFetch } from "./support/mcp.js";
 import { events, liveSession } from "./support/session.js";
@@ -21,19 +20,6 @@ afterEach(async () => {
   await Promise.all(readers.splice(0).map((r) => r.cancel()));
   await disconnectAll();
 });
-
-const ASK: ApprovalSettings = {
-  policies: [{ rules: [{ kind: "shell", match: "git push*", action: "ask" }], default: "allow" }],
-  timeoutMs: 60_000,
-  denialMessage: "not approved",
-};
-
-const PUSH: ApprovalRequest = {
-  kind: "shell",
-  command: "git push --force origin main",
-  cwd: "/workspace/default",
-  summary: "push to main",
-};
 
 const CLIENT = "approver-app";
 
@@ -87,9 +73,9 @@ async function openStream(mcp: string, token: string, headers: Record<string, st
   return stream;
 }
 
-/** A live session asking per ASK, owned by `principal`, whose events go to MCP session `mcp`. */
+/** A live session asking per ASK_BEFORE_PUSH, owned by `principal`, whose events go to MCP session `mcp`. */
 function approvalSession(mcp: string, owner = ADMIN) {
-  return liveSession({ approvals: ASK, owner, via: { mcpSessionId: mcp, streaming: true } });
+  return liveSession({ approvals: ASK_BEFORE_PUSH, owner, via: { mcpSessionId: mcp, streaming: true } });
 }
 
 type Message = Record<string, unknown> & { method?: string; id?: unknown; params?: Record<string, unknown> };

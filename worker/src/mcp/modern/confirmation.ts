@@ -3,9 +3,8 @@ import { can, resourceOf } from "../../auth/access.js";
 import { callerTools } from "../../tools/catalog.js";
 import { actionLabel } from "../../tools/define.js";
 import { toolError } from "../../tools/dispatch.js";
-import { McpErrorCode, RpcError } from "../json-rpc.js";
 import type { ModernCall } from "./method.js";
-import { mintRequestState, verifyRequestState } from "./request-state.js";
+import { invalidRequestState, mintRequestState, verifyRequestState } from "./request-state.js";
 
 /** The key of the one input request a confirmation round makes. */
 export const CONFIRM_KEY = "confirm";
@@ -50,9 +49,7 @@ export async function confirmationRound(
   const state = call.params.requestState;
   if (state !== undefined) {
     if (typeof state !== "string" || !(await verifyRequestState(call.env, state, binding))) {
-      throw new RpcError(McpErrorCode.invalidParams, "Invalid or expired requestState", {
-        reason: "invalid_request_state",
-      });
+      throw invalidRequestState();
     }
     const responses = call.params.inputResponses as Record<string, unknown> | undefined;
     const answer = ElicitResultSchema.safeParse(responses?.[CONFIRM_KEY]);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { randomHex, sha256Hex } from "../../auth/digest.js";
 import type { Env } from "../../env.js";
 import { objects } from "../../objects/keys.js";
+import { McpErrorCode, RpcError } from "../json-rpc.js";
 
 /**
  * `requestState` of MCP input-required results (SEP-2322): what a round asked is carried by the
@@ -13,6 +14,9 @@ import { objects } from "../../objects/keys.js";
 
 /** How long a client has to answer an input-required round. */
 export const REQUEST_STATE_TTL_MS = 10 * 60_000;
+
+/** Most input-request keys a state remembers having asked. */
+const MAX_ASKED_KEYS = 16;
 
 /** What a state is bound to: who asked, for what. */
 export interface StateBinding {
@@ -31,6 +35,8 @@ const PayloadSchema = z.object({
   a: z.string(),
   exp: z.number().int(),
   n: z.string(),
+  /** The keys of the input requests the round asked, when the answer depends on which (optional). */
+  k: z.array(z.string().max(256)).max(MAX_ASKED_KEYS).optional(),
 });
 
 const encoder = new TextEncoder();
@@ -68,8 +74,18 @@ async function digestOf(binding: StateBinding): Promise<string> {
   return sha256Hex(JSON.stringify(binding.arguments ?? null));
 }
 
-/** A fresh state for one input-required round. */
-export async function mintRequestState(env: Env, binding: StateBinding, now = Date.now()): Promise<string> {
+/**
+ * A fresh state for one input-required round; `asked`, the keys of the input requests it makes,
+ * is carried (integrity-protected) for a round whose answers count only for what was asked.
+ */
+export async function mintRequestState(
+  env: Env,
+  binding: StateBinding,
+  now = Date.now(),
+  asked?: readonly string[],
+): Promise<string> {
+  if (asked !== undefined && asked.length > MAX_ASKED_KEYS)
+    throw new Error(`a request state remembers at most ${MAX_ASKED_KEYS} input requests`);
   const payload = {
     v: 1,
     tok: binding.tokenId,
@@ -78,6 +94,7 @@ export async function mintRequestState(env: Env, binding: StateBinding, now = Da
     a: await digestOf(binding),
     exp: now + REQUEST_STATE_TTL_MS,
     n: randomHex(8),
+    ...(asked !== undefined ? { k: [...asked] } : {}),
   } satisfies z.infer<typeof PayloadSchema>;
   const body = toBase64Url(encoder.encode(JSON.stringify(payload)));
   const mac = await crypto.subtle.sign("HMAC", await hmacKey(env), encoder.encode(body));
@@ -94,29 +111,49 @@ export async function verifyRequestState(
   binding: StateBinding,
   now = Date.now(),
 ): Promise<boolean> {
-  if (state.length > 4096) return false;
+  return (await openRequestState(env, state, binding, now)) !== null;
+}
+
+/**
+ * As `verifyRequestState`, and what the verified state carries: the keys its round asked (empty
+ * when it did not say); null when the state fails any check.
+ */
+export async function openRequestState(
+  env: Env,
+  state: string,
+  binding: StateBinding,
+  now = Date.now(),
+): Promise<{ asked: string[] } | null> {
+  if (state.length > 4096) return null;
   const [body, mac, extra] = state.split(".");
-  if (body === undefined || mac === undefined || extra !== undefined) return false;
+  if (body === undefined || mac === undefined || extra !== undefined) return null;
   const signature = fromBase64Url(mac);
-  if (signature === null) return false;
+  if (signature === null) return null;
   const valid = await crypto.subtle.verify("HMAC", await hmacKey(env), signature, encoder.encode(body));
-  if (!valid) return false;
+  if (!valid) return null;
   const bytes = fromBase64Url(body);
-  if (bytes === null) return false;
+  if (bytes === null) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
-    return false;
+    return null;
   }
   const payload = PayloadSchema.safeParse(parsed);
-  if (!payload.success) return false;
+  if (!payload.success) return null;
   const p = payload.data;
-  return (
+  const bound =
     p.exp > now &&
     p.tok === binding.tokenId &&
     p.m === binding.method &&
     p.t === binding.tool &&
-    p.a === (await digestOf(binding))
-  );
+    p.a === (await digestOf(binding));
+  return bound ? { asked: p.k ?? [] } : null;
+}
+
+/** The answer to a `requestState` that failed verification (-32602, as the SDK answers it). */
+export function invalidRequestState(): RpcError {
+  return new RpcError(McpErrorCode.invalidParams, "Invalid or expired requestState", {
+    reason: "invalid_request_state",
+  });
 }

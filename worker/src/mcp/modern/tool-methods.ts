@@ -3,6 +3,7 @@ import { clip } from "../../../../protocol/rpc/errors.js";
 import { callerTools } from "../../tools/catalog.js";
 import { callTool, JobTask, UnknownToolError } from "../../tools/dispatch.js";
 import { McpErrorCode, RpcError } from "../json-rpc.js";
+import { approvalRound } from "./approval-round.js";
 import { CacheHints } from "./cache-hints.js";
 import { confirmationRound } from "./confirmation.js";
 import { declaresTasks } from "./envelope.js";
@@ -27,7 +28,9 @@ export const toolsList: ModernMethod = {
 /**
  * `tools/call`: the same dispatch as the 2025 era (schemas, access, audit, jobs). A call that
  * waits reports progress on its own response stream, and the client closing that stream cancels
- * it. An action that asks for confirmation first gets its input-required round (confirmation.ts).
+ * it. An action that asks for confirmation first gets its input-required round (confirmation.ts);
+ * a caller following a session (`session events|pending|get`) that can elicit is asked about the
+ * approvals waiting there in one (approval-round.ts). The two never apply to the same action.
  * A request declaring the Tasks extension gets a task for a job that goes on (tasks.ts).
  */
 export const toolsCall: ModernMethod = {
@@ -41,7 +44,9 @@ export const toolsCall: ModernMethod = {
     const params = CallParamsSchema.safeParse(call.params);
     if (!params.success)
       throw new RpcError(McpErrorCode.invalidParams, "tools/call needs params.name (a string)");
-    const round = await confirmationRound(call, params.data.name, params.data.arguments);
+    const round =
+      (await confirmationRound(call, params.data.name, params.data.arguments)) ??
+      (await approvalRound(call, params.data.name, params.data.arguments));
     if (round !== null) return round;
     try {
       const answer = await callTool(callerTools, params.data.name, params.data.arguments, {
