@@ -270,7 +270,13 @@ async function main(): Promise<void> {
  * few relayed calls in every one of them at once.
  */
 async function manySessions(caller: TestCaller, count: number) {
-  const projectId = await caller.newProject();
+  // One container holds every session's droid and MCP server (two Node processes each): the
+  // default limits (1 GiB, 256 pids) hold a few sessions, not `count`.
+  const { project_id: projectId } = await caller.ok<{ project_id: string }>("project", {
+    action: "create",
+    name: `bench-${crypto.randomUUID().slice(0, 8)}`,
+    limits: { memory_mb: Math.max(1024, count * 160), pids: Math.max(256, count * 40) },
+  });
   const sessions: string[] = [];
   for (let i = 0; i < count; i += START_BATCH) {
     const batch = Math.min(START_BATCH, count - i);
