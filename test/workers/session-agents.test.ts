@@ -39,7 +39,13 @@ describe("agent runtimes", () => {
       usage: null,
     });
     const start = host.starts().at(-1);
-    expect(start?.spec.agent).toEqual({ runtime: "claude", model: "claude-haiku-4-5", max_cost_usd: 0.5 });
+    // Under the default approval policy (auto) the agent runs without asking, as before approvals.
+    expect(start?.spec.agent).toEqual({
+      runtime: "claude",
+      model: "claude-haiku-4-5",
+      max_cost_usd: 0.5,
+      approvals: "auto",
+    });
     // The container is made for the project's agent.
     expect(start?.project?.agent).toBe("claude");
   });
@@ -59,7 +65,11 @@ describe("agent runtimes", () => {
       model: "claude-opus-4",
       max_cost_usd: null,
     });
-    expect(host.starts().at(-1)?.spec.agent).toEqual({ runtime: "droid", model: "claude-opus-4" });
+    expect(host.starts().at(-1)?.spec.agent).toEqual({
+      runtime: "droid",
+      model: "claude-opus-4",
+      approvals: "auto",
+    });
     const bad = await callTool(mcp, "session", { action: "spawn", project_id: projectId, agent: "eliza" });
     expect(bad.isError).toBe(true);
     expect(bad.content[0]?.text).toMatch(/agent/);
