@@ -105,14 +105,18 @@ describe("Claude Code adapter, approvals ask: the launch", () => {
     expect(argv[at + 6]?.startsWith("--")).toBe(true);
   });
 
-  it("differs from the auto launch in the permission flags only", () => {
+  it("differs from the auto launch in the permission and settings flags only", () => {
     const auto = claudeDriver(testContext()).launch();
     const ask = claudeDriver(testContext(ASK)).launch();
-    const flags = ["--permission-mode", "default", "--permission-prompt-tool", "stdio", "--allowedTools"];
-    expect(ask.argv.filter((a) => !flags.includes(a) && a !== "mcp__oubliette")).toEqual(
+    const at = ask.argv.indexOf("--setting-sources");
+    const flags = ask.argv.slice(at, ask.argv.indexOf("--model"));
+    expect(flags[0]).toBe("--setting-sources");
+    expect([...ask.argv.slice(0, at), ...ask.argv.slice(at + flags.length)]).toEqual(
       auto.argv.filter((a) => a !== "--dangerously-skip-permissions"),
     );
-    expect(ask.env).toEqual(auto.env);
+    const { CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD: claudeMd, ...env } = ask.env;
+    expect(claudeMd).toBe("1");
+    expect(env).toEqual(auto.env);
     expect(ask.files).toEqual(auto.files);
   });
 

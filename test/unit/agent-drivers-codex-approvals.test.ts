@@ -179,8 +179,11 @@ describe("codex in ask mode: the launch", () => {
     expect(ask.env).toEqual(auto.env);
     const config = ask.files[0]?.content ?? "";
     expect(config).toContain('approval_policy = "on-request"\n');
-    expect(config).not.toContain("untrusted");
-    expect(config.replace('"on-request"', '"never"')).toBe(auto.files[0]?.content);
+    expect(config).not.toContain('approval_policy = "untrusted"');
+    // Besides the workspace and the directories above it, marked untrusted (no project config).
+    const projects = config.indexOf("\n[projects.");
+    expect(projects).toBeGreaterThan(0);
+    expect(config.slice(0, projects).replace('"on-request"', '"never"')).toBe(auto.files[0]?.content);
   });
 });
 

@@ -7,7 +7,8 @@
  * with the session's placeholder as the key). Approvals `auto`: permission prompts are skipped by
  * the flag, and a `can_use_tool` request that still comes is allowed (the session is unattended).
  * Approvals `ask`: the CLI runs in its `default` permission mode and puts each question to us on
- * stdout (`--permission-prompt-tool stdio`), our own MCP server's tools allowed up front; the
+ * stdout (`--permission-prompt-tool stdio`), our own MCP server's tools allowed up front, and no
+ * settings of the workspace's or the agent's own can allow a tool unasked (`ownSettingsOnly`); the
  * questions become PermissionAsks (claude-permission.ts).
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
@@ -40,11 +41,13 @@ export function claudeDriver(context: DriverContext): AgentDriver {
         "--strict-mcp-config",
         ...(permissions !== undefined
           ? [
+              ...ownSettingsOnly(context),
               "--permission-mode",
               "default",
               "--permission-prompt-tool",
               "stdio",
-              // Variadic: the next argument must be an option (`--model`).
+              // Variadic: the next argument must be an option (`--model`). Ignored under the
+              // managed settings above (which allow the same tools); kept should those go.
               "--allowedTools",
               `mcp__${context.mcpServer.name}`,
             ]
@@ -60,6 +63,8 @@ export function claudeDriver(context: DriverContext): AgentDriver {
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
         DISABLE_AUTOUPDATER: "1",
         ENABLE_TOOL_SEARCH: "false",
+        // Asking: the workspace's CLAUDE.md, read as an added directory's (see ownSettingsOnly).
+        ...(permissions !== undefined ? { CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD: "1" } : {}),
       },
       files: [
         {
@@ -106,6 +111,35 @@ export function claudeDriver(context: DriverContext): AgentDriver {
       return out;
     },
   };
+}
+
+/**
+ * Asking: settings that could stop Claude Code from asking come only from us (docs/approval-hooks.md,
+ * "Settings an agent or repository could use to stop asking"). `--setting-sources user` drops the
+ * workspace's `.claude/settings.json` and `.claude/settings.local.json` (their allow rules and
+ * hooks would otherwise run tools unasked; 2.1.330 honours the local file's rules and both files'
+ * hooks in a workspace it does not trust), and with them its CLAUDE.md, rules, skills, agents and
+ * commands; the workspace given again as an added directory, with
+ * CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD, brings its CLAUDE.md and `.claude/rules` back.
+ * The managed (policy) settings make permission rules and hooks from every other source void,
+ * the agent's own `~/.claude/settings.json` included (Claude Code reloads that file while it runs),
+ * and allow our own server's tools (the session gates those itself).
+ */
+function ownSettingsOnly(context: DriverContext): string[] {
+  const managed = {
+    allowManagedPermissionRulesOnly: true,
+    allowManagedHooksOnly: true,
+    permissions: { allow: [`mcp__${context.mcpServer.name}`] },
+  };
+  return [
+    "--setting-sources",
+    "user",
+    "--managed-settings",
+    JSON.stringify(managed),
+    // Variadic: the next argument must be an option (`--permission-mode`).
+    "--add-dir",
+    context.cwd,
+  ];
 }
 
 function readClaudeLine(o: Record<string, unknown>, turns: Turns, interrupting: boolean): DriverOutput {

@@ -3,11 +3,11 @@
  * its router makes extra calls and retries for a long time); when the session's approvals ask,
  * `--approval-mode default` instead of `--yolo`, so its policy asks (over ACP) before a shell
  * command, a file write or edit, a web fetch or a skill (`gemini-permission.ts`), while our own
- * MCP server, trusted, never asks. The model forwarder is its Gemini API base URL, the
- * placeholder credential its API key; `~/.gemini/settings.json` in the agent's home picks API-key
- * auth, switches off usage statistics, telemetry and updates, and holds the MCP server (trusted,
- * its calls allowed to run as long as Oubliette's own deadlines let them), as the recorded
- * session had it.
+ * MCP server, trusted, never asks, and no settings of the workspace's can let those run unasked
+ * (`ownPolicies`). The model forwarder is its Gemini API base URL, the placeholder credential its
+ * API key; `~/.gemini/settings.json` in the agent's home picks API-key auth, switches off usage
+ * statistics, telemetry and updates, and holds the MCP server (trusted, its calls allowed to run
+ * as long as Oubliette's own deadlines let them), as the recorded session had it.
  */
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
@@ -23,18 +23,69 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
     general: { disableAutoUpdate: true },
     mcpServers: { [name]: { command, args, env, trust: true, timeout: AGENT_TOOL_CALL_TIMEOUT_MS } },
   };
+  const asking = context.approvals === "ask";
   return {
-    argv: [...context.command, "--acp", "-m", context.model, ...approvalMode(context), "--skip-trust"],
+    argv: [
+      ...context.command,
+      "--acp",
+      "-m",
+      context.model,
+      ...approvalMode(context),
+      ...(asking ? ownPolicies(context) : []),
+      "--skip-trust",
+    ],
     env: { GOOGLE_GEMINI_BASE_URL: context.modelBaseUrl, GEMINI_API_KEY: context.modelToken },
     files: [
       {
         path: join(context.home, ".gemini", "settings.json"),
         content: `${JSON.stringify(settings, null, 2)}\n`,
       },
+      ...(asking ? [{ path: askingPolicyPath(context), content: ASKING_POLICY }] : []),
     ],
     ...(context.resume !== undefined ? { keep: [keepChats(context.home)] } : {}),
   };
 }
+
+/**
+ * Asking: no policy or settings of the workspace's (nor of the agent's own home) can let a tool
+ * run unasked. The folder stays trusted (`--skip-trust`: Gemini starts no stdio MCP server, ours
+ * included, in a folder it does not trust), so the workspace's `.gemini/settings.json` counts
+ * whenever Gemini reads it as trusted (0.61 does once its first, untrusted reading of it is over
+ * ten seconds old). The flags replace what its settings could add: `--policy` names the usual
+ * user policy directory in place of its `policyPaths`, `--admin-policy` our own rules in place of
+ * its `adminPolicyPaths`, and `--allowed-mcp-server-names` lets only our server connect (no server
+ * of its own starts or has trusted tools). Our rules, at the admin tier, keep Gemini's default
+ * questions asked whatever a lower tier allows: its `tools.allowed`, user or workspace policies.
+ * See docs/approval-hooks.md, "Settings an agent or repository could use to stop asking".
+ */
+function ownPolicies(context: DriverContext): string[] {
+  return [
+    "--policy",
+    join(context.home, ".gemini", "policies"),
+    "--admin-policy",
+    askingPolicyPath(context),
+    "--allowed-mcp-server-names",
+    context.mcpServer.name,
+  ];
+}
+
+function askingPolicyPath(context: DriverContext): string {
+  return join(context.home, ".gemini", "oubliette-asking.toml");
+}
+
+/**
+ * The tools Gemini 0.61's default policy asks about (`policies/write.toml`, `discovered.toml`),
+ * asked about at the admin tier in the modes that would otherwise allow them; plan mode keeps its
+ * own rules.
+ */
+const ASKING_POLICY = `# Oubliette, under a policy that asks: these tools always ask.
+[[rule]]
+toolName = ["run_shell_command", "write_file", "replace", "web_fetch", "activate_skill", "discovered_tool_*"]
+decision = "ask_user"
+priority = 999
+modes = ["default", "autoEdit", "yolo"]
+interactive = true
+`;
 
 /** Gemini's approval mode: everything allowed, or its default rules that ask. */
 function approvalMode(context: DriverContext): string[] {

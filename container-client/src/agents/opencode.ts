@@ -2,8 +2,9 @@
  * OpenCode: `opencode acp`. Its config (the file OPENCODE_CONFIG names, in the agent's home) adds
  * the model forwarder as an OpenAI-compatible provider (Chat Completions, bundled with OpenCode,
  * nothing downloaded) whose key is read from a variable, picks the model, and allows every tool
- * (or, when the session's approvals ask, has it ask: `askingPermission`); the MCP server goes
- * inline in `session/new`. The variables switch off its fetches and updates.
+ * (or, when the session's approvals ask, has it ask: `askingPermission`, and reads no config of
+ * the workspace's: `IGNORE_WORKSPACE_CONFIG`); the MCP server goes inline in `session/new`. The
+ * variables switch off its fetches and updates.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -19,6 +20,16 @@ const NO_PHONING_HOME = {
   OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
   OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
 };
+
+/**
+ * Asking: the workspace's own OpenCode config is not read, or its rules could allow what ours ask
+ * about (they merge after ours and the last matching rule wins: `{"permission":{"b*":"allow"}}` in
+ * its `opencode.json` runs every command unasked) and its agents could redefine `build`'s. This
+ * skips the project's `opencode.json(c)`, its `.opencode/` directories (config, agents, commands,
+ * plugins) and its instruction files (AGENTS.md comes back through the config's `instructions`).
+ * See docs/approval-hooks.md, "Settings an agent or repository could use to stop asking".
+ */
+const IGNORE_WORKSPACE_CONFIG = { OPENCODE_DISABLE_PROJECT_CONFIG: "1" };
 
 /**
  * OpenCode's permission rules when the session's approvals ask. The last matching rule wins, and
@@ -65,6 +76,8 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
         {
           permission: askingPermission(context.mcpServer.name),
           experimental: { continue_loop_on_deny: true },
+          // The workspace's AGENTS.md, which OPENCODE_DISABLE_PROJECT_CONFIG leaves out.
+          instructions: [join(context.cwd, "AGENTS.md")],
         }
       : { permission: { "*": "allow" } }),
   };
@@ -75,6 +88,7 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
       OPENCODE_CONFIG: configPath,
       OPENCODE_SERVER_PASSWORD: serverPassword(),
       [MODEL_TOKEN_ENV]: context.modelToken,
+      ...(context.approvals === "ask" ? IGNORE_WORKSPACE_CONFIG : {}),
     },
     files: [{ path: configPath, content: `${JSON.stringify(config, null, 2)}\n` }],
   };
