@@ -588,7 +588,9 @@ describe("bad input, each refused with nothing granted", () => {
     try {
       await page.goto(authorizeUrl({ client_id: clientId, code_challenge: challenge }));
       await page.fill("#token", narrow.token);
-      await Promise.all([page.waitForLoadState("load"), page.click("button[type=submit]")]);
+      // waitForLoadState would see the sign-in page, still loaded: wait for the consent page itself.
+      await page.click("button[type=submit]");
+      await page.locator("input[name=scope]").first().waitFor({ state: "attached" });
       const offered = await page
         .locator("input[name=scope]")
         .evaluateAll((boxes) => boxes.map((b) => (b as unknown as { value: string }).value));
@@ -598,7 +600,8 @@ describe("bad input, each refused with nothing granted", () => {
       await page.evaluate(
         `(() => { const box = document.querySelector("input[name=scope]"); box.value = "admin"; box.checked = true; })()`,
       );
-      await Promise.all([page.waitForLoadState("load"), page.click("button[value=approve]")]);
+      await page.click("button[value=approve]");
+      await page.getByText("cannot grant admin").waitFor();
       expect(await page.locator("body").innerText()).toContain("cannot grant admin");
       // The consent POST, without the handle the page carried (as a cross-site form would send it).
       const forged = await context.request.post(`${origin}/oauth/authorize`, {
