@@ -1,23 +1,32 @@
-import { z } from "zod";
 import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
 import {
-  type ApprovalAnswer,
   type ApprovalDecision,
-  ApprovalDecisionSchema,
-  type ApprovalKind,
   type ApprovalRequest,
-  ApprovalRequestSchema,
   allowanceCovers,
   callApprovalId,
   evaluatePolicies,
 } from "../../../protocol/approvals.js";
-import { type JsonMap, type JsonObject, JsonObjectSchema } from "../../../protocol/json.js";
+import type { JsonObject } from "../../../protocol/json.js";
 import { project, requireAccess } from "../auth/access.js";
-import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
 import type { Log } from "../log.js";
 import { PendingRequests } from "../pending/pending-requests.js";
-import { type PendingRow, PendingStore } from "../pending/pending-store.js";
+import { PendingStore } from "../pending/pending-store.js";
+import {
+  type ApprovalOutcome,
+  ApprovalOutcomeSchema,
+  type ApprovalPayload,
+  ApprovalPayloadSchema,
+  type ApprovalResponseInput,
+  type ApprovalRow,
+  agentPart,
+  askedByHost,
+  type CallGate,
+  type GatedCall,
+  type OpenApproval,
+  refusedAnswer,
+  verdictOf,
+} from "./approval-records.js";
 import type { EventLog } from "./event-log.js";
 import { seconds } from "./outcomes.js";
 import { isLive, type SessionRecord } from "./session-record.js";
@@ -29,44 +38,6 @@ export const MAX_WAITING_APPROVALS = 32;
 
 /** The pending-request kind of approvals. */
 const KIND = "approval";
-
-/** What a waiting approval keeps besides its id and deadline. */
-const ApprovalPayloadSchema = z.object({
-  agent: z.string(),
-  request: ApprovalRequestSchema,
-  /** The pattern of the rule that asked (null: the whole kind), which `allow_session` allows. */
-  match: z.string().nullable(),
-  /** Set when the question is a caller tool call's (its gate): the call goes on once decided. */
-  call: z.object({ id: z.string(), tool: z.string(), arguments: JsonObjectSchema }).optional(),
-  /** Set when a droid's call of Oubliette's tools waits on the question in this object's memory. */
-  held: z.boolean().optional(),
-});
-type ApprovalPayload = z.infer<typeof ApprovalPayloadSchema>;
-
-/** A decision as stored: the agent's part, and who answered (a token id) when a person did. */
-const ApprovalOutcomeSchema = ApprovalDecisionSchema.extend({ answered_by: z.string().optional() });
-type ApprovalOutcome = z.infer<typeof ApprovalOutcomeSchema>;
-
-export type ApprovalRow = PendingRow<ApprovalOutcome>;
-
-/** An approval request as `session pending` and `session get` list it. */
-export interface OpenApproval {
-  request_id: string;
-  agent: string;
-  kind: ApprovalKind;
-  summary: string;
-  /** The request as the agent made it (typed loosely: RPC stub typing cannot take the recursive JSON type). */
-  request: JsonMap;
-  deadline: string;
-}
-
-/** A caller's answer to an approval request. */
-export interface ApprovalResponseInput {
-  principal: CallerPrincipal;
-  requestId: string;
-  answer: ApprovalAnswer;
-  message?: string | undefined;
-}
 
 export interface ApprovalsDeps {
   sql: SqlStorage;
@@ -82,16 +53,6 @@ export interface ApprovalsDeps {
   callDecided(call: GatedCall, decision: ApprovalDecision): void;
   log: Log;
 }
-
-/** A caller tool call held by its approval. */
-export interface GatedCall {
-  id: string;
-  tool: string;
-  arguments: JsonObject;
-}
-
-/** What a caller tool call's gate says: go on, refused (with why), or wait for a person. */
-export type CallGate = { verdict: "allow" } | { verdict: "deny"; message: string } | { verdict: "waiting" };
 
 /**
  * Approval requests of one session, a kind of pending request (pending/pending-requests.ts). An
@@ -130,15 +91,9 @@ export class Approvals {
   onAsk(approvalId: string, agent: AgentRuntime, request: ApprovalRequest): ApprovalDecision | null {
     const known = this.#pending.find(approvalId);
     if (known) return known.outcome ? agentPart(known.outcome) : null;
-    const record = this.#d.record();
-    const now = Date.now();
-    const immediate = this.#immediate(record, request);
-    if (immediate) {
-      this.#pending.decidedOnArrival({ id: approvalId, subject: request.kind }, immediate, now);
-      this.#emitDecision(approvalId, request, immediate);
-      return agentPart(immediate);
-    }
-    this.#openQuestion(approvalId, agent, request);
+    const immediate = this.#immediate(this.#d.record(), request);
+    if ("decision" in immediate) return this.#decidedNow(approvalId, request, immediate);
+    this.#openQuestion(approvalId, agent, request, immediate.ask);
     return null;
   }
 
@@ -147,13 +102,12 @@ export class Approvals {
     id: string,
     agent: string,
     request: ApprovalRequest,
+    match: string | null,
     holder: { call: GatedCall } | { held: true } | null = null,
   ): void {
-    const settings = this.#d.record().approvals;
     const now = Date.now();
-    const deadline = now + (settings?.timeoutMs ?? 0);
-    const verdict = evaluatePolicies(settings?.policies ?? [], request);
-    const payload: ApprovalPayload = { agent, request, match: verdict.match, ...(holder ?? {}) };
+    const deadline = now + (this.#d.record().approvals?.timeoutMs ?? 0);
+    const payload: ApprovalPayload = { agent, request, match, ...(holder ?? {}) };
     this.#d.events.emit({
       type: "approval_request",
       request_id: id,
@@ -183,16 +137,14 @@ export class Approvals {
       arguments: call.arguments,
       summary: `Call ${toolName}`.slice(0, 200),
     };
-    const record = this.#d.record();
-    const immediate = this.#immediate(record, request);
-    if (immediate?.decision === "allow") return { verdict: "allow" };
-    if (immediate) {
-      this.#pending.decidedOnArrival({ id, subject: request.kind }, immediate, Date.now());
-      this.#emitDecision(id, request, immediate);
-      return verdictOf(immediate);
+    const immediate = this.#immediate(this.#d.record(), request);
+    if (!("decision" in immediate)) {
+      this.#openQuestion(id, agent, request, immediate.ask, { call });
+      return { verdict: "waiting" };
     }
-    this.#openQuestion(id, agent, request, { call });
-    return { verdict: "waiting" };
+    // Allowed calls leave no trace here: the call is the record.
+    if (immediate.decision === "allow") return { verdict: "allow" };
+    return verdictOf(this.#decidedNow(id, request, immediate));
   }
 
   /**
@@ -212,14 +164,11 @@ export class Approvals {
     };
     const id = `apr_tool_${crypto.randomUUID().replaceAll("-", "")}`;
     const immediate = this.#immediate(this.#d.record(), request);
-    if (immediate?.decision === "allow") return agentPart(immediate);
-    if (immediate) {
-      this.#pending.decidedOnArrival({ id, subject: request.kind }, immediate, Date.now());
-      this.#emitDecision(id, request, immediate);
-      return agentPart(immediate);
+    if ("decision" in immediate) {
+      return immediate.decision === "allow" ? agentPart(immediate) : this.#decidedNow(id, request, immediate);
     }
     const decided = new Promise<ApprovalDecision>((resolve) => this.#held.set(id, resolve));
-    this.#openQuestion(id, agent, request, { held: true });
+    this.#openQuestion(id, agent, request, immediate.ask, { held: true });
     return decided;
   }
 
@@ -322,7 +271,7 @@ export class Approvals {
   }
 
   /** A decision made without asking anyone, or null when a person must decide. */
-  #immediate(record: SessionRecord, request: ApprovalRequest): ApprovalOutcome | null {
+  #immediate(record: SessionRecord, request: ApprovalRequest): ApprovalOutcome | { ask: string | null } {
     if (!isLive(record.status)) {
       return {
         decision: "deny",
@@ -354,7 +303,15 @@ export class Approvals {
         message: `${MAX_WAITING_APPROVALS} approval requests already wait for an answer in this session; ask again later`,
       };
     }
-    return null;
+    // A person decides; `allow_session` will allow what this rule matched.
+    return { ask: verdict.match };
+  }
+
+  /** Records and announces a decision made the moment a request arrived; the decision the agent gets. */
+  #decidedNow(id: string, request: ApprovalRequest, outcome: ApprovalOutcome): ApprovalDecision {
+    this.#pending.decidedOnArrival({ id, subject: request.kind }, outcome, Date.now());
+    this.#emitDecision(id, request, outcome);
+    return agentPart(outcome);
   }
 
   #denial(record: SessionRecord): string {
@@ -407,39 +364,4 @@ export class Approvals {
       });
     }
   }
-}
-
-/** Whether the host asked this question (and so waits for its decision on the tunnel). */
-function askedByHost(row: ApprovalRow): boolean {
-  const payload = ApprovalPayloadSchema.safeParse(row.payload).data;
-  return payload !== undefined && payload.call === undefined && payload.held !== true;
-}
-
-function verdictOf(outcome: ApprovalOutcome): CallGate {
-  return outcome.decision === "allow"
-    ? { verdict: "allow" }
-    : { verdict: "deny", message: outcome.message ?? "denied" };
-}
-
-/** The decision without who answered (the agent needs no token ids). */
-function agentPart(outcome: ApprovalOutcome): ApprovalDecision {
-  const { answered_by: _by, ...decision } = outcome;
-  return decision;
-}
-
-/** Why an answer to a decided request is refused, in the caller's terms. */
-function refusedAnswer(row: ApprovalRow): AppError {
-  const by = row.outcome?.by;
-  if (by === "timeout") {
-    return new AppError(
-      "request_expired",
-      `approval request ${row.id} expired: nobody answered by its deadline`,
-    );
-  }
-  if (by === "ended")
-    return new AppError("request_expired", `approval request ${row.id} ended with its session`);
-  return new AppError(
-    "already_answered",
-    `approval request ${row.id} was already decided (${row.outcome?.decision ?? "?"})`,
-  );
 }

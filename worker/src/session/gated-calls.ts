@@ -1,6 +1,7 @@
 import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import { type CallerToolOutcome, prefixedToolName } from "../../../protocol/caller-tools.js";
-import type { Approvals, GatedCall } from "./approvals.js";
+import type { GatedCall } from "./approval-records.js";
+import type { Approvals } from "./approvals.js";
 import type { CallerCalls } from "./caller-calls.js";
 import { failure } from "./outcomes.js";
 import type { SessionRecord } from "./session-record.js";

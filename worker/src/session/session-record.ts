@@ -1,7 +1,7 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonMap } from "../../../protocol/json.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
-import type { OpenApproval } from "./approvals.js";
+import type { OpenApproval } from "./approval-records.js";
 import type { CallerPresence, SessionAgentSpec, SessionApprovals } from "./types.js";
 
 /** A caller tool request that waits for the caller's answer, as `session get` and `session pending` list it. */
