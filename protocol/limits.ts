@@ -22,6 +22,12 @@ export const Limits = {
   resultBytes: 512 * 1024,
   /** One event of droid output (a stdout or stderr line), JSON-encoded. */
   outputEventBytes: 256 * 1024,
+  /**
+   * One line an agent CLI writes on stdout, read by its adapter (which fits what it makes of it to
+   * the budgets above): a permission question or a tool call carrying a large file is one line, and
+   * the CLI waits for its answer. Longer ones are dropped, with a log event.
+   */
+  agentLineBytes: 8 * 1024 * 1024,
   /** Deepest nesting of arrays and objects. */
   jsonDepth: MAX_JSON_DEPTH,
 } as const;

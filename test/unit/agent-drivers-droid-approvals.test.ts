@@ -163,7 +163,7 @@ describe("Factory Droid adapter, approvals ask: the launch", () => {
   it("launches the same process and environment as in auto; its settings let no command by unasked", () => {
     const ask = droidDriver(ASK).launch();
     const auto = droidDriver(context).launch();
-    expect({ ...ask, files: [] }).toEqual({ ...auto, files: [] });
+    expect({ ...ask, files: [], hazards: [] }).toEqual({ ...auto, files: [], hazards: [] });
     const settings = (launch: typeof ask) =>
       JSON.parse(launch.files[0]?.content ?? "{}") as Record<string, unknown>;
     expect(settings(ask)).toEqual({ ...settings(auto), commandAllowlist: [] });

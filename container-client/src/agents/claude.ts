@@ -80,6 +80,9 @@ export function claudeDriver(context: DriverContext): AgentDriver {
           }),
         },
       ],
+      // Asking: the agent's own user settings (an `apiKeyHelper`, `env`… there would count from its
+      // next start; the managed settings void only their permission rules and hooks) start empty.
+      ...(permissions !== undefined ? { clear: [`${context.home}/.claude/settings.json`] } : {}),
     }),
     start: () => [],
     send(seq, message) {

@@ -41,6 +41,8 @@ export function codexLaunch(context: DriverContext): AgentLaunch {
     argv: [...context.command, "app-server"],
     env: { CODEX_HOME: codexHome, [MODEL_TOKEN_ENV]: context.modelToken },
     files: [{ path: join(codexHome, "config.toml"), content: stringifyToml(config) }],
+    // Asking: the user's exec policy, where an allow rule the agent wrote would count from its next start.
+    ...(context.approvals === "ask" ? { clear: [join(codexHome, "rules")] } : {}),
   };
 }
 

@@ -74,12 +74,35 @@ export interface LaunchKeep {
   rename: string;
 }
 
+/**
+ * Asking: a workspace file the CLI obeys although it stops the asking, which no flag or variable
+ * turns off (docs/approval-hooks.md). The runner refuses to start the agent while one is there, in
+ * the workspace or a directory above it up to its git root.
+ */
+export interface WorkspaceHazard {
+  /** The directory, relative to each of those (`""`: the directory itself). */
+  dir: string;
+  /** A regular expression the file's name matches. */
+  name: string;
+  /** A regular expression its content must match to count (absent: any such file counts). */
+  content?: string;
+  /** What the CLI would do with it, said in the refusal. */
+  why: string;
+}
+
 export interface AgentLaunch {
   argv: string[];
   /** Added to the agent's environment (over the runner's). */
   env: Record<string, string>;
   files: LaunchFile[];
   keep?: LaunchKeep[];
+  /**
+   * Paths in the agent's home removed before each start, before `files` are written: asking, the
+   * CLI's user config that the agent itself could have written to stop the asking at its next start.
+   */
+  clear?: string[];
+  /** Asking: workspace files that would stop the asking (see WorkspaceHazard). */
+  hazards?: WorkspaceHazard[];
 }
 
 /**

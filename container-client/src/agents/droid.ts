@@ -14,7 +14,14 @@
  * again (`droid.update_session_settings`), in case it was saved otherwise.
  */
 import type { AgentEventBody } from "../../../protocol/agent-events.js";
-import { type AgentDriver, type DriverContext, type DriverOutput, NOTHING, output } from "./driver.js";
+import {
+  type AgentDriver,
+  type DriverContext,
+  type DriverOutput,
+  NOTHING,
+  output,
+  type WorkspaceHazard,
+} from "./driver.js";
 import { droidPermissions, PERMISSION_METHOD } from "./droid-permission.js";
 import { assistantBlocks, contentText, json, jsonObject, record, text } from "./json-line.js";
 import { Turns } from "./turns.js";
@@ -24,6 +31,21 @@ const API_VERSION = "1.0.0";
 const KEY_ENV = "OUBLIETTE_MODEL_KEY";
 const INIT_ID = "oub-init";
 const LOAD_ID = "oub-load";
+
+/**
+ * Asking: a project `commandAllowlist` (in `.factory/settings.json` or `settings.local.json` of the
+ * workspace or its git root) lets its commands run unasked at autonomy off; allowlists of every
+ * level add up, and nothing skips project settings (docs/approval-hooks.md), so the agent does not
+ * start while one names a command.
+ */
+const DROID_HAZARDS: WorkspaceHazard[] = [
+  {
+    dir: ".factory",
+    name: "^settings(\\.local)?\\.json$",
+    content: '"commandAllowlist"\\s*:\\s*\\[\\s*[^\\]\\s]',
+    why: "its commandAllowlist would run the commands it names without asking",
+  },
+];
 
 export function droidDriver(context: DriverContext): AgentDriver {
   const turns = new Turns();
@@ -118,6 +140,7 @@ export function droidDriver(context: DriverContext): AgentDriver {
           }),
         },
       ],
+      ...(context.approvals === "ask" ? { hazards: DROID_HAZARDS } : {}),
     }),
     start: () => {
       if (context.resume === undefined) return [initialize()];

@@ -11,7 +11,12 @@
  */
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
-import { AGENT_TOOL_CALL_TIMEOUT_MS, type AgentLaunch, type DriverContext } from "./driver.js";
+import {
+  AGENT_TOOL_CALL_TIMEOUT_MS,
+  type AgentLaunch,
+  type DriverContext,
+  type WorkspaceHazard,
+} from "./driver.js";
 import { geminiPermission } from "./gemini-permission.js";
 
 export function geminiLaunch(context: DriverContext): AgentLaunch {
@@ -43,8 +48,30 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
       ...(asking ? [{ path: askingPolicyPath(context), content: ASKING_POLICY }] : []),
     ],
     ...(context.resume !== undefined ? { keep: [keepChats(context.home)] } : {}),
+    ...(asking
+      ? {
+          clear: [join(context.home, ".gemini", ".env"), join(context.home, ".gemini", "extensions")],
+          hazards: GEMINI_HAZARDS,
+        }
+      : {}),
   };
 }
+
+/**
+ * Asking: workspace settings Gemini obeys once it reads them as trusted (past its ten-second
+ * settings cache) that our flags cannot outrank: a `tools.discoveryCommand` (run at session
+ * start), `hooks`, and an `mcpServers.oubliette` entry (which replaces our server and runs its
+ * command). The agent does not start while the workspace's `.gemini/settings.json` has one. In the
+ * agent's home, `~/.gemini/.env` and extensions (not rewritten at launch) are removed before each start.
+ */
+const GEMINI_HAZARDS: WorkspaceHazard[] = [
+  {
+    dir: ".gemini",
+    name: "^settings\\.json$",
+    content: '"(discoveryCommand|hooks|oubliette)"\\s*:',
+    why: "Gemini would run commands it names (a tool discovery command, hooks, or a server in place of ours) without asking",
+  },
+];
 
 /**
  * Asking: no policy or settings of the workspace's (nor of the agent's own home) can let a tool

@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { acpDriver } from "./acp.js";
-import type { AgentLaunch, DriverContext } from "./driver.js";
+import type { AgentLaunch, DriverContext, WorkspaceHazard } from "./driver.js";
 import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
 import { opencodeMcpPrefix, opencodePermission } from "./opencode-permission.js";
 
@@ -30,6 +30,34 @@ const NO_PHONING_HOME = {
  * See docs/approval-hooks.md, "Settings an agent or repository could use to stop asking".
  */
 const IGNORE_WORKSPACE_CONFIG = { OPENCODE_DISABLE_PROJECT_CONFIG: "1" };
+
+/**
+ * Asking: what OpenCode's newer config layer reads from the project whatever
+ * OPENCODE_DISABLE_PROJECT_CONFIG says — plugins (code it imports and runs, which could answer its
+ * permission questions) in `.opencode/plugin(s)/` and npm plugins a project config names
+ * (docs/approval-hooks.md). The agent does not start while one is there.
+ */
+const OPENCODE_HAZARDS: WorkspaceHazard[] = [
+  ...[".opencode/plugin", ".opencode/plugins"].map((dir) => ({
+    dir,
+    name: "\\.[cm]?[jt]sx?$",
+    why: "OpenCode imports and runs this plugin, which could answer its permission questions",
+  })),
+  ...["", ".opencode"].map((dir) => ({
+    dir,
+    name: "^opencode\\.jsonc?$",
+    content: '"plugins?"\\s*:',
+    why: "OpenCode installs and runs the plugins it names, which could answer its permission questions",
+  })),
+];
+
+/**
+ * Asking: the CLI's user config in the agent's home, which it reads whatever the flag above says
+ * (config files, agents, plugins): removed before each start, so nothing the agent wrote there counts.
+ */
+function ownUserConfig(home: string): string[] {
+  return [join(home, ".config", "opencode"), join(home, ".opencode")];
+}
 
 /**
  * OpenCode's permission rules when the session's approvals ask. The last matching rule wins, and
@@ -91,6 +119,7 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
       ...(context.approvals === "ask" ? IGNORE_WORKSPACE_CONFIG : {}),
     },
     files: [{ path: configPath, content: `${JSON.stringify(config, null, 2)}\n` }],
+    ...(context.approvals === "ask" ? { clear: ownUserConfig(context.home), hazards: OPENCODE_HAZARDS } : {}),
   };
 }
 

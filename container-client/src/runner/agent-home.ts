@@ -6,7 +6,7 @@
  * CLI would overwrite as it starts (`LaunchKeep`).
  */
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { LaunchFile, LaunchKeep } from "../agents/driver.js";
 
@@ -14,6 +14,8 @@ export interface HomePlan {
   home: string;
   files: LaunchFile[];
   keep: LaunchKeep[];
+  /** Paths inside the home removed first (see AgentLaunch.clear). */
+  clear?: string[];
 }
 
 /** Writes the agent's home before it starts. */
@@ -23,23 +25,29 @@ export async function prepareHome(
   keep: LaunchKeep[],
   uid: number | undefined,
   gid: number | undefined,
+  clear: string[] = [],
 ): Promise<void> {
-  const plan = { home, files, keep };
+  const plan = { home, files, keep, clear };
   if (uid === undefined) writeHome(plan);
   else await writeHomeAs(plan, uid, gid ?? uid);
 }
 
 /**
- * Creates the home (mode 0700), writes the files (mode 0600) and makes the copies, in this
- * process. Kept self-contained (no imports but node:fs and node:path, passed in): the same source
+ * Creates the home (mode 0700), removes what `clear` names (only inside the home), writes the
+ * files (mode 0600) and makes the copies, in this process. Kept self-contained (no imports but node:fs and node:path, passed in): the same source
  * runs in the child that acts as the agent's user.
  */
 export function writeHome(
   plan: HomePlan,
-  fs = { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync },
+  fs = { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync },
   path = { dirname, join },
 ): void {
   fs.mkdirSync(plan.home, { recursive: true, mode: 0o700 });
+  for (const doomed of plan.clear ?? []) {
+    if (!doomed.startsWith(`${plan.home}/`) || doomed.split("/").includes(".."))
+      throw new Error(`${doomed} is not inside the agent's home`);
+    fs.rmSync(doomed, { recursive: true, force: true });
+  }
   for (const file of plan.files) {
     fs.mkdirSync(path.dirname(file.path), { recursive: true, mode: 0o700 });
     fs.writeFileSync(file.path, file.content, { mode: 0o600 });

@@ -60,8 +60,9 @@ export class AgentProcess {
     this.#deliveredSeq = options.deliveredSeq ?? 0;
     child.stdin?.on("error", (err) => this.#log.debug({ err: err.message }, "agent stdin closed"));
     if (child.stdout) {
-      readLines(child.stdout, (line) => {
-        if (typeof line !== "string") return options.onEvent(dropped("stdout", line.oversized));
+      readLines(child.stdout, Limits.agentLineBytes, (line) => {
+        if (typeof line !== "string")
+          return options.onEvent(dropped("stdout", line.oversized, Limits.agentLineBytes));
         let read: ReturnType<AgentDriver["read"]>;
         try {
           read = this.#driver.read(line);
@@ -82,7 +83,8 @@ export class AgentProcess {
           options.onWithdrawn?.(read.withdrawn, this);
       });
     }
-    if (child.stderr) readLines(child.stderr, (line) => options.onEvent(logEvent(line)));
+    if (child.stderr)
+      readLines(child.stderr, Limits.outputEventBytes, (line) => options.onEvent(logEvent(line)));
     // The handshake may meet an agent that died at once (killed as it started): a closed stdin
     // then, never an unhandled rejection, which would end the runner and every session with it.
     void this.#write(this.#driver.start()).catch((err: Error) =>
@@ -195,8 +197,12 @@ export class AgentProcess {
   }
 }
 
-function readLines(stream: Readable, onLine: (line: string | { oversized: number }) => void): void {
-  const splitter = new LineSplitter(Limits.outputEventBytes);
+function readLines(
+  stream: Readable,
+  limit: number,
+  onLine: (line: string | { oversized: number }) => void,
+): void {
+  const splitter = new LineSplitter(limit);
   const emit = (events: ReturnType<LineSplitter["push"]>) => {
     for (const e of events) onLine(e.kind === "line" ? e.text : { oversized: e.bytes });
   };
@@ -205,14 +211,14 @@ function readLines(stream: Readable, onLine: (line: string | { oversized: number
 }
 
 export function logEvent(line: string | { oversized: number }): AgentEventBody {
-  if (typeof line !== "string") return dropped("stderr", line.oversized);
+  if (typeof line !== "string") return dropped("stderr", line.oversized, Limits.outputEventBytes);
   const text = line.length > MAX_LOG_LINE_CHARS ? `${line.slice(0, MAX_LOG_LINE_CHARS)}…` : line;
   return { type: "droid_log", text };
 }
 
-function dropped(stream: string, bytes: number): AgentEventBody {
+function dropped(stream: string, bytes: number, limit: number): AgentEventBody {
   return {
     type: "droid_log",
-    text: `[oubliette] dropped a ${bytes}-byte ${stream} line (limit ${Limits.outputEventBytes} bytes encoded)`,
+    text: `[oubliette] dropped a ${bytes}-byte ${stream} line (limit ${limit} bytes)`,
   };
 }

@@ -28,6 +28,7 @@ import { type AgentExit, AgentProcess } from "./agent-process.js";
 import type { ApprovalAsks } from "./approval-asks.js";
 import { EventBuffer } from "./event-buffer.js";
 import { oomKills } from "./oom-kills.js";
+import { refuseHazards } from "./workspace-hazards.js";
 
 export interface AgentSlotOptions {
   sessionId: string;
@@ -195,7 +196,15 @@ export class AgentSlot {
   /** Starts one process of the agent (resuming `resume`), and watches it. */
   async #launch(resume: string | undefined): Promise<AgentProcess> {
     const { driver, launch } = this.#o.launch.build(resume);
-    await prepareHome(this.#o.launch.home, launch.files, launch.keep ?? [], this.#o.uid, this.#o.gid);
+    refuseHazards(this.#o.launch.runtime, this.#o.cwd, launch.hazards ?? []);
+    await prepareHome(
+      this.#o.launch.home,
+      launch.files,
+      launch.keep ?? [],
+      this.#o.uid,
+      this.#o.gid,
+      launch.clear,
+    );
     this.#oomBaseline = await oomKills();
     const agent = await AgentProcess.start({
       argv: launch.argv,
