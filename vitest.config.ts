@@ -9,6 +9,11 @@
  */
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { buildConsole } from "./scripts/build-console.js";
+
+// The console's static assets are part of the Worker's configuration (wrangler.toml `[assets]`),
+// which the in-workerd tests load too: built first, from the sources under test.
+buildConsole();
 
 /** Fixed test tokens for the in-workerd tests (never used outside them). */
 export const WORKERS_TEST_VARS = {

@@ -116,6 +116,7 @@ function printBanner(
   say("Oubliette Edge is running.");
   say();
   say(`  MCP URL:      ${mcpUrl}`);
+  say(`  Console:      ${new URL("/", mcpUrl)} (open it in a browser; sign in with the admin token)`);
   say(`  Admin token:  ${adminToken}`);
   say(`  Host-agent:   ${host.hostId} (${image ? `Docker, image ${image}` : "local processes"})`);
   if (agentImage) say(`  Agent:        ${agentImage} (new projects run it by default)`);

@@ -62,6 +62,16 @@ it("uses the tokens in .dev.vars and passes its other variables to the Worker", 
     });
   expect((await initialize("http://from-dev-vars.example")).status).toBe(200);
   expect((await initialize("http://elsewhere.example")).status).toBe(403);
+  // The console's address is printed too; it answers with the sign-in page, its script with code.
+  const consoleLine = await run.waitForLine(/Console:/);
+  const consoleUrl = consoleLine.replace(/^.*Console:\s+/, "").split(" ")[0] ?? "";
+  expect(new URL(consoleUrl).origin).toBe(new URL(mcpUrl).origin);
+  const signInPage = await fetch(consoleUrl);
+  expect(signInPage.status).toBe(200);
+  expect(await signInPage.text()).toContain("Sign in to the console");
+  const script = await fetch(new URL("/console/app.js", consoleUrl));
+  expect(script.status).toBe(200);
+  expect((await script.text()).length).toBeGreaterThan(1000);
   run.child.kill("SIGINT");
   expect(await run.exited).toEqual({ code: 0, signal: null });
   expect(run.leftovers()).toEqual([]);

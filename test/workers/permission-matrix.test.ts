@@ -24,10 +24,11 @@ function seedAllows(kind: Kind, access: Access, target: Target): boolean {
   switch (kind) {
     case "admin":
       return true;
+    // README: admin:ro may read everything, the administration (tokens, hosts, audit) included.
     case "admin:ro":
-      return access === "read";
+      return access === "read" || access === "admin_read";
     case "project:A":
-      return access !== "admin" && (target === "project" || access === "read");
+      return access !== "admin" && access !== "admin_read" && (target === "project" || access === "read");
     case "project:A:ro":
       return access === "read";
     case "project:B":
@@ -41,7 +42,9 @@ function seedAllows(kind: Kind, access: Access, target: Target): boolean {
 /** The tools the seed names, with the access level and target it gives each. */
 const SEED_NAMED: Record<string, [Access, Target]> = {
   "token.create": ["admin", "global"],
-  "token.list": ["admin", "global"],
+  "token.list": ["admin_read", "global"],
+  "host.list": ["admin_read", "global"],
+  audit: ["admin_read", "global"],
   "token.revoke": ["admin", "global"],
   "project.create": ["write", "global"],
   "project.list": ["read", "global"],

@@ -31,7 +31,12 @@ describe("the README's tool table", () => {
         (action === "—" ? actions === "—" : actions?.includes(`\`${action}\``)),
     );
     expect(row, `no README row for ${tool} ${action}`).toBeDefined();
-    const access = def.access === "admin" ? "admin" : `${def.target} ${def.access}`;
+    const access =
+      def.access === "admin"
+        ? "admin"
+        : def.access === "admin_read"
+          ? "admin read"
+          : `${def.target} ${def.access}`;
     expect(row?.[2]).toBe(access);
   });
 });

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
+import { consoleRoutes } from "./console/console-routes.js";
 import { AppError } from "./errors.js";
 import type { AppBindings } from "./http/auth-middleware.js";
 import { mcpRoute } from "./http/mcp-route.js";
@@ -26,12 +27,16 @@ app.use("/mcp/*", checkHost);
 app.use("/v1/*", checkHost);
 app.use("/oauth/*", checkHost);
 app.use("/.well-known/*", checkHost);
+app.use("/", checkHost);
+app.use("/console/*", checkHost);
 app.route("/mcp", mcpRoute);
 // Sign-in (OAuth 2.1): the authorization server's endpoints and the sign-in and consent pages.
 app.route("/", serverRoutes);
 app.route("/", authorizeRoutes);
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/tunnel", tunnelRoutes);
+// The operator console: its page at `/`, its API under /console/api (its script and style are static assets).
+app.route("/", consoleRoutes);
 
 app.notFound((c) =>
   c.json({ error: { code: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),

@@ -1,5 +1,5 @@
 import { AppError } from "../errors.js";
-import { type Access, parseScope, type Scope, type Target } from "./scopes.js";
+import { type Access, parseScope, readsOnly, type Scope, type Target } from "./scopes.js";
 
 /**
  * The one access check. Every tool action declares its access (read/write/admin) and target
@@ -9,6 +9,7 @@ import { type Access, parseScope, type Scope, type Target } from "./scopes.js";
  * | action kind      | admin | admin:ro | project:A       | project:A:ro   |
  * |------------------|-------|----------|-----------------|----------------|
  * | admin            | yes   | no       | no              | no             |
+ * | admin_read       | yes   | yes      | no              | no             |
  * | global + write   | yes   | no       | no              | no             |
  * | global + read    | yes   | yes      | yes (own only)  | yes (own only) |
  * | project + write  | yes   | no       | on A            | no             |
@@ -40,9 +41,9 @@ export function resourceOf(target: Target, projectId: string | null): Resource {
 export function can(principal: Scoped, access: Access, resource: Resource): boolean {
   return principal.scopes.some((raw) => {
     const scope = parseScope(raw);
-    if (scope.readOnly && access !== "read") return false;
+    if (scope.readOnly && !readsOnly(access)) return false;
     if (scope.project === null) return true;
-    if (access === "admin") return false;
+    if (access === "admin" || access === "admin_read") return false;
     if (resource.kind === "global") return access === "read";
     return resource.projectId === null || resource.projectId === scope.project;
   });

@@ -12,8 +12,16 @@ export const ScopeSchema = z
   );
 export type Scope = z.infer<typeof ScopeSchema>;
 
-/** What a tool action does: reads, writes, or administers (tokens, hosts, audit). */
-export type Access = "read" | "write" | "admin";
+/**
+ * What a tool action does: reads, writes, reads the installation's administration (tokens, hosts,
+ * the audit log: `admin_read`), or administers it (`admin`).
+ */
+export type Access = "read" | "write" | "admin_read" | "admin";
+
+/** Whether an action of this access only reads (never audited as a change, allowed to `:ro` scopes). */
+export function readsOnly(access: Access): boolean {
+  return access === "read" || access === "admin_read";
+}
 /** What it acts on: the whole installation (global) or one project. */
 export type Target = "global" | "project";
 

@@ -1,6 +1,6 @@
 import { audit } from "../audit/audit.js";
 import { requireAccess, resourceOf } from "../auth/access.js";
-import type { Access, Target } from "../auth/scopes.js";
+import { type Access, readsOnly, type Target } from "../auth/scopes.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { AppError, type ErrorInfo } from "../errors.js";
@@ -64,7 +64,7 @@ export async function runAction(run: ActionRun): Promise<ActionOutcome> {
       outcome = { ok: false, error: { code: "internal", message: `Internal error in ${label}` } };
     }
   }
-  if (access !== "read") {
+  if (!readsOnly(access)) {
     const entry = {
       token_id: principal.tokenId,
       action: label,

@@ -1,5 +1,5 @@
 import { can, GLOBAL, project, visibleProjects } from "../auth/access.js";
-import type { Access, Target } from "../auth/scopes.js";
+import { type Access, readsOnly, type Target } from "../auth/scopes.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import { AppError } from "../errors.js";
 
@@ -16,7 +16,7 @@ export function mayUseJob(
   if (job.target === "project" && job.project_id !== null)
     return can(principal, access, project(job.project_id));
   if (!can(principal, access, GLOBAL)) return false;
-  if (access !== "read") return true;
+  if (!readsOnly(access)) return true;
   const visible = visibleProjects(principal);
   return visible === null || (job.project_id !== null && visible.has(job.project_id));
 }

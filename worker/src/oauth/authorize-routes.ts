@@ -3,6 +3,7 @@ import { type Context, Hono } from "hono";
 import { audit } from "../audit/audit.js";
 import { type Scope, ScopeSchema } from "../auth/scopes.js";
 import { authenticate } from "../auth/tokens.js";
+import { CONSOLE_PATH } from "../console/console-path.js";
 import { config, type Env } from "../env.js";
 import type { AppBindings } from "../http/auth-middleware.js";
 import { createLog } from "../log.js";
@@ -98,7 +99,8 @@ authorizeRoutes.post(OAuthPaths.signIn, async (c) => {
   const form = await readForm(c);
   if (form === null) return errorPage("Sign-in refused", "The form could not be read.");
   const returnTo = String(form.get("return_to") ?? "");
-  if (!returnTo.startsWith(`${OAuthPaths.authorize}?`)) {
+  const forConsole = returnTo === CONSOLE_PATH;
+  if (!forConsole && !returnTo.startsWith(`${OAuthPaths.authorize}?`)) {
     return errorPage("Sign-in refused", "The form does not say which sign-in to go back to.");
   }
   if (!csrfMatches(c, form.get("csrf")?.toString())) {
@@ -112,6 +114,7 @@ authorizeRoutes.post(OAuthPaths.signIn, async (c) => {
       csrf: csrf.value,
       csrfCookie: csrf.cookie(c),
       error: "That is not a valid API token (or it was revoked or has expired).",
+      for: forConsole ? "console" : "app",
     });
   }
   const headers = new Headers({ location: returnTo, "cache-control": "no-store" });

@@ -1,5 +1,5 @@
 import { can, type Resource } from "../auth/access.js";
-import { type Access, parseScope, type Scope, ScopeSchema } from "../auth/scopes.js";
+import { type Access, parseScope, readsOnly, type Scope, ScopeSchema } from "../auth/scopes.js";
 
 /**
  * OAuth scopes are the API tokens' scopes (`admin`, `admin:ro`, `project:<id>`,
@@ -54,8 +54,13 @@ export function grantableScopes(held: readonly Scope[], requested: readonly stri
 
 /** The scope an action needs (what a 403 asks a client to step up to). */
 export function scopeNeeded(access: Access, resource: Resource): Scope {
-  if (access === "admin" || resource.kind === "global" || resource.projectId === null) {
-    return access === "read" ? "admin:ro" : "admin";
+  if (
+    access === "admin" ||
+    access === "admin_read" ||
+    resource.kind === "global" ||
+    resource.projectId === null
+  ) {
+    return readsOnly(access) ? "admin:ro" : "admin";
   }
   return access === "read" ? `project:${resource.projectId}:ro` : `project:${resource.projectId}`;
 }

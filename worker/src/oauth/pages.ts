@@ -12,12 +12,16 @@ function scopeMeaning(scope: string): string {
   return scope;
 }
 
-/** The sign-in page: paste an API token once; `returnTo` is the authorization request to resume. */
+/**
+ * The sign-in page: paste an API token once; `returnTo` is the authorization request to resume,
+ * or the console (`for: "console"`), which shares this sign-in.
+ */
 export function signInPage(options: {
   returnTo: string;
   csrf: string;
   csrfCookie: string;
   error?: string;
+  for?: "app" | "console";
 }): Response {
   const headers = new Headers({ "set-cookie": options.csrfCookie });
   const error = options.error ? `<p class="error" role="alert">${escapeHtml(options.error)}</p>\n` : "";
@@ -26,7 +30,11 @@ export function signInPage(options: {
     status: options.error ? 401 : 200,
     headers,
     body: `<h1>Sign in to Oubliette Edge</h1>
-<p>An app wants to connect to this Oubliette Edge. Sign in with an API token you hold; you will then choose what the app may do (never more than your token can).</p>
+<p>${
+      options.for === "console"
+        ? "Sign in to the console with an API token you hold. You will see and may do what the token allows."
+        : "An app wants to connect to this Oubliette Edge. Sign in with an API token you hold; you will then choose what the app may do (never more than your token can)."
+    }</p>
 ${error}<form method="post" action="${OAuthPaths.signIn}">
 <input type="hidden" name="csrf" value="${escapeHtml(options.csrf)}">
 <input type="hidden" name="return_to" value="${escapeHtml(options.returnTo)}">

@@ -21,11 +21,11 @@ function secure(c: Context<AppBindings>): boolean {
   return new URL(c.req.url).protocol === "https:";
 }
 
-function cookieName(c: Context<AppBindings>, name: string): string {
+export function cookieName(c: Context<AppBindings>, name: string): string {
   return secure(c) ? `__Host-oub-${name}` : `oub-${name}`;
 }
 
-function cookie(
+export function cookie(
   c: Context<AppBindings>,
   name: string,
   value: string,
@@ -57,6 +57,14 @@ export async function signedIn(c: Context<AppBindings>): Promise<CallerPrincipal
     }
   }
   return accessPrincipal(c.env, c.req.raw);
+}
+
+/** Ends the browser's sign-in (its row and its cookie); the Set-Cookie header that clears it. */
+export async function endSignin(c: Context<AppBindings>): Promise<string> {
+  const value = getCookie(c, cookieName(c, "signin"));
+  if (value !== undefined && /^[0-9a-f]{64}$/.test(value))
+    await objects.tokens(c.env).endSignin(await sha256Hex(value));
+  return cookie(c, "signin", "", 0, "Lax");
 }
 
 /** Starts a sign-in for `principal`; the Set-Cookie header that carries it. */

@@ -6,10 +6,10 @@ export const auditTool = defineTool({
   name: "audit",
   title: "Audit log",
   description:
-    "Every mutating call (tools, host operations), newest first: token id, action, target, outcome, time (admin only).",
+    "Every mutating call (tools, host operations), newest first: token id, action, target, outcome, time (admin and admin:ro).",
   action: {
     description: "Read the audit log.",
-    access: "admin",
+    access: "admin_read",
     target: "global",
     timing: "sync",
     example: { limit: 50 },

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { audit } from "../audit/audit.js";
 import { can, resourceOf } from "../auth/access.js";
+import { readsOnly } from "../auth/scopes.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import type { McpOrigin } from "../flows/context.js";
@@ -148,7 +149,7 @@ export async function callTool(
   const projectId = typeof args.project_id === "string" ? args.project_id : null;
   // Before the handler resolves what it acts on, refuse what no scope of this token could allow.
   if (!can(call.principal, access, resourceOf(target, projectId))) {
-    if (access !== "read") {
+    if (!readsOnly(access)) {
       const entry = {
         token_id: call.principal.tokenId,
         action: label,

@@ -13,7 +13,7 @@ export const hostTool = defineActionTool({
   name: "host",
   title: "Container hosts",
   description:
-    "The machines that run project containers (admin only): enrol one with its own token, list them, drain one, revoke one.",
+    "The machines that run project containers (admin only; admin:ro may list): enrol one with its own token, list them, drain one, revoke one.",
   actions: {
     enrol: action({
       description:
@@ -47,7 +47,7 @@ export const hostTool = defineActionTool({
     }),
     list: action({
       description: "List hosts: connected or missing, runtime, sessions and capacity, draining.",
-      access: "admin",
+      access: "admin_read",
       target: "global",
       timing: "sync",
       example: {},

@@ -10,7 +10,8 @@ export interface ObjectJsonSchema {
   [key: string]: unknown;
 }
 
-function toJsonSchema(schema: z.ZodType): ObjectJsonSchema {
+/** The JSON Schema (draft 2020-12, input side) of an object schema. */
+export function toJsonSchema(schema: z.ZodType): ObjectJsonSchema {
   const json = z.toJSONSchema(schema, {
     io: "input",
     unrepresentable: "any",

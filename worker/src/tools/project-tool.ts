@@ -16,6 +16,7 @@ import {
 import { APPROVAL_OPTIONS } from "./approval-options.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
+import { type ObjectJsonSchema, toJsonSchema } from "./json-schema.js";
 
 export const projectTool = defineActionTool({
   name: "project",
@@ -119,7 +120,7 @@ export const projectTool = defineActionTool({
     }),
     options: action({
       description:
-        "What project create accepts: container types, agents, default limits, approval policies (with examples).",
+        "What project create accepts: its fields (create_schema, a JSON Schema), container types, agents, default limits, approval policies (with examples).",
       access: "read",
       target: "global",
       timing: "sync",
@@ -127,6 +128,7 @@ export const projectTool = defineActionTool({
       input: z.object({}),
       async handler(_args, ctx) {
         return {
+          create_schema: createSchema(),
           container_types: CONTAINER_TYPES,
           agents: AGENTS,
           default_limits: DEFAULT_LIMITS,
@@ -137,6 +139,14 @@ export const projectTool = defineActionTool({
     }),
   },
 });
+
+let createSchemaMemo: ObjectJsonSchema | null = null;
+
+/** The JSON Schema of `project create`'s arguments, from the same schema that checks them. */
+function createSchema(): ObjectJsonSchema {
+  createSchemaMemo ??= toJsonSchema(ProjectConfigSchema);
+  return createSchemaMemo;
+}
 
 /**
  * The disk bound a project has: its own `limits.disk_mb`, else its host's default; and how its

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { readsOnly } from "../auth/scopes.js";
 import { describeTiming, type Timing } from "../jobs/timing.js";
 import type { ActionDefinition, ToolDefinition } from "./define.js";
 import { argumentsSchema } from "./define.js";
@@ -62,7 +63,7 @@ export class ToolRegistry {
       description: definition.description + timingNote(definition),
       inputSchema,
       annotations: {
-        readOnlyHint: Object.values(definition.actions).every((a: ActionDefinition) => a.access === "read"),
+        readOnlyHint: Object.values(definition.actions).every((a: ActionDefinition) => readsOnly(a.access)),
       },
       _meta: {
         [TIMING_META]: Object.fromEntries(Object.entries(definition.actions).map(([n, a]) => [n, a.timing])),

@@ -36,7 +36,7 @@ export const tokenTool = defineActionTool({
   name: "token",
   title: "API tokens",
   description:
-    "Create, list and revoke API tokens (admin only). A token is shown once, at creation; only its hash is kept.",
+    "Create, list and revoke API tokens (admin only; admin:ro may list). A token is shown once, at creation; only its hash is kept.",
   actions: {
     create: action({
       description:
@@ -81,7 +81,7 @@ export const tokenTool = defineActionTool({
     list: action({
       description:
         "List tokens (masked): id, name, scopes, status, expiry, last use; and the OAuth grants apps signed in with (client, scopes, who signed in, created, last use).",
-      access: "admin",
+      access: "admin_read",
       target: "global",
       timing: "sync",
       example: {},

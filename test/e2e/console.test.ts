@@ -1,0 +1,384 @@
+/**
+ * The operator console end to end: the Worker under wrangler dev, two real host-agents (Docker,
+ * and a second for draining), the scripted droid in its container, a real Chromium through
+ * playwright-core driving the page by roles and accessible names, and the official MCP SDK client
+ * as the caller whose droid the page watches. Asserted on what the page shows, on what the droid
+ * was told, and on the container's files. Saves screenshots of the main pages to docs/console/.
+ */
+import { mkdirSync } from "node:fs";
+import Dockerode from "dockerode";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { ApprovalPolicy } from "../../protocol/approvals.js";
+import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
+import { launchBrowser } from "../support/browser.js";
+import { TestCaller } from "../support/caller.js";
+import { execAs, projectContainer } from "../support/docker-exec.js";
+import { TestStack } from "../support/stack.js";
+import { followUntilReady, runStep, runSteps, SEND_RESPONSE, text } from "./support.js";
+
+const SCREENSHOTS = new URL("../../docs/console/", import.meta.url);
+const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+
+let stack: TestStack;
+let dockerHost: HostAgent;
+let otherHost: HostAgent;
+let caller: TestCaller;
+let browser: Browser;
+let admin: Page;
+
+const SHELL_ASKS: ApprovalPolicy = { rules: [{ kind: "shell", action: "ask" }], default: "allow" };
+
+beforeAll(async () => {
+  stack = await TestStack.start();
+  dockerHost = await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
+  browser = await launchBrowser();
+  admin = await signIn(stack.adminToken);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await caller?.close();
+  await stack?.stop();
+});
+
+/** A fresh browser context signed in with `token` through the console's sign-in page. */
+async function signIn(token: string): Promise<Page> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(stack.url);
+  await page.getByLabel("API token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Console" }).waitFor();
+  return page;
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: new URL(`${name}.png`, SCREENSHOTS).pathname, fullPage: true });
+}
+
+async function workspaceHas(projectId: string, file: string): Promise<boolean> {
+  const container = await projectContainer(docker, projectId);
+  const path = `/workspace/default/${file}`;
+  const found = await execAs(container, "0", [
+    "sh",
+    "-c",
+    'if [ -e "$1" ]; then echo yes; else echo no; fi',
+    "sh",
+    path,
+  ]);
+  if (found.code !== 0 || !/^(yes|no)$/.test(found.out.trim()))
+    throw new Error(`could not check ${path}: ${found.out}`);
+  return found.out.trim() === "yes";
+}
+
+async function newProject(extra: Record<string, unknown> = {}): Promise<string> {
+  const created = await caller.ok<{ project_id: string }>("project", {
+    action: "create",
+    name: `console-${crypto.randomUUID().slice(0, 8)}`,
+    ...extra,
+  });
+  return created.project_id;
+}
+
+/** A droid session the MCP caller spawned (with its caller tool) and follows. */
+async function droidIn(projectId: string): Promise<string> {
+  const { session_id } = await caller.ok<{ session_id: string }>("session", {
+    action: "spawn",
+    project_id: projectId,
+    new_session: true,
+    caller_id: "ant",
+    caller_tools: [SEND_RESPONSE],
+  });
+  await followUntilReady(caller, session_id, "ant", [SEND_RESPONSE]);
+  return session_id;
+}
+
+function events(page: Page) {
+  return page.getByRole("list", { name: "Events" });
+}
+
+describe("signed in as an admin", () => {
+  let projectName = "";
+  let projectId = "";
+  let sessionId = "";
+
+  it("creates a project from the form built from project options", async () => {
+    projectName = `console-made-${crypto.randomUUID().slice(0, 6)}`;
+    await admin.getByRole("link", { name: "Projects" }).click();
+    await admin.getByRole("heading", { name: "Projects", level: 1 }).waitFor();
+    await admin.getByRole("button", { name: "New project" }).click();
+    const form = admin.getByRole("form", { name: "New project" });
+    await form.getByLabel("name", { exact: true }).fill(projectName);
+    await screenshot(admin, "new-project");
+    await form.getByRole("button", { name: "Create project" }).click();
+    await admin.getByRole("heading", { name: projectName, level: 1 }).waitFor();
+    const listed = await caller.ok<{ projects: { project_id: string; name: string }[] }>("project", {
+      action: "list",
+    });
+    projectId = listed.projects.find((p) => p.name === projectName)?.project_id ?? "";
+    expect(projectId).not.toBe("");
+    expect(admin.url()).toContain(projectId);
+  });
+
+  it("starts a scripted session from the project page; what the droid says appears live", async () => {
+    await admin
+      .getByRole("form", { name: "New session" })
+      .getByRole("button", { name: "Start session" })
+      .click();
+    const heading = admin.getByRole("heading", { name: /^Session ses_/, level: 1 });
+    await heading.waitFor({ timeout: 60_000 });
+    sessionId = ((await heading.textContent()) ?? "").replace("Session ", "").trim();
+    expect(sessionId).toMatch(/^ses_[0-9a-f]{24}$/);
+    const script = { id: "hello", steps: [{ op: "echo", text: "hello from the droid" }] };
+    await admin.getByLabel("Message").fill(JSON.stringify(script));
+    await admin.getByRole("button", { name: "Send", exact: true }).click();
+    await events(admin).getByText("hello from the droid").first().waitFor({ timeout: 60_000 });
+    // The MCP side sees the same session's output: one session, two views.
+    const page = await caller.ok<{ events: { type: string; data?: unknown; text?: string }[] }>("session", {
+      action: "events",
+      session_id: sessionId,
+    });
+    expect(JSON.stringify(page.events)).toContain("hello from the droid");
+    await screenshot(admin, "session");
+  });
+
+  it("after a reload the events come back once each, and new ones keep arriving", async () => {
+    await admin.reload();
+    await events(admin).getByText("hello from the droid").first().waitFor();
+    const script = { id: "again", steps: [{ op: "echo", text: "after the reload" }] };
+    await admin.getByLabel("Message").fill(JSON.stringify(script));
+    await admin.getByRole("button", { name: "Send", exact: true }).click();
+    await events(admin).getByText("after the reload").first().waitFor({ timeout: 30_000 });
+    const lines = await events(admin).getByRole("listitem").allTextContents();
+    const hello = lines.filter((l) => l.includes("hello from the droid") && !l.includes('"steps"'));
+    expect(hello).toHaveLength(1);
+  });
+
+  it("shows agent output holding <script> and HTML as text, running none of it", async () => {
+    const hostile = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"><b id="bold">bold</b>`;
+    const script = { id: "hostile", steps: [{ op: "echo", text: hostile }] };
+    await admin.getByLabel("Message").fill(JSON.stringify(script));
+    await admin.getByRole("button", { name: "Send", exact: true }).click();
+    await events(admin)
+      .getByText('<b id="bold">bold</b>', { exact: false })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    expect(await admin.evaluate("window.__pwned")).toBeUndefined();
+    expect(await admin.locator("#bold").count()).toBe(0);
+    expect(await events(admin).locator("img, script").count()).toBe(0);
+  });
+
+  it("interrupts the turn in flight: the rest of its steps never run", async () => {
+    const script = {
+      id: "slow",
+      steps: [
+        { op: "sleep", ms: 60_000 },
+        { op: "echo", text: "after the long sleep" },
+      ],
+    };
+    await admin.getByLabel("Message").fill(JSON.stringify(script));
+    await admin.getByRole("button", { name: "Send", exact: true }).click();
+    await events(admin).getByText('"sleep"', { exact: false }).first().waitFor({ timeout: 30_000 });
+    await admin.getByRole("button", { name: "Interrupt" }).click();
+    await events(admin).getByText("interrupted").first().waitFor({ timeout: 30_000 });
+    await admin.waitForTimeout(1_000);
+    expect(await events(admin).getByText("after the long sleep").count()).toBe(0);
+  });
+
+  it("answers a caller tool request from the page; the droid receives the answer", async () => {
+    const id = await droidIn(projectId);
+    await admin.goto(`${stack.url}/#/sessions/${id}`);
+    await admin.getByRole("heading", { name: `Session ${id}` }).waitFor();
+    const call = runStep(
+      caller,
+      id,
+      { op: "call", name: "ant_send_response", arguments: { message: "hi" } },
+      90_000,
+    );
+    const request = admin.getByRole("article", { name: /^Caller tool request / });
+    await request.waitFor({ timeout: 30_000 });
+    expect(await request.textContent()).toContain("send_response");
+    await request
+      .getByLabel("Result (JSON)")
+      .fill(JSON.stringify({ content: [{ type: "text", text: "answered in the browser" }] }));
+    await screenshot(admin, "caller-tool-request");
+    await request.getByRole("button", { name: "Send result" }).click();
+    const out = await call;
+    expect(out.is_error).toBe(false);
+    expect(text(out)).toBe("answered in the browser");
+    await request.waitFor({ state: "detached", timeout: 10_000 });
+  });
+
+  describe("approvals", () => {
+    let approvalsProject = "";
+    let approvalsSession = "";
+
+    beforeAll(async () => {
+      approvalsProject = await newProject({ approval_policy: SHELL_ASKS });
+      approvalsSession = await droidIn(approvalsProject);
+      await admin.goto(`${stack.url}/#/sessions/${approvalsSession}`);
+      await admin.getByRole("heading", { name: `Session ${approvalsSession}` }).waitFor();
+    }, 120_000);
+
+    function ask(command: string) {
+      return runSteps(
+        caller,
+        approvalsSession,
+        [{ op: "ask", request: { kind: "shell", command, summary: `run ${command}` } }],
+        90_000,
+      );
+    }
+
+    it("allow: the page shows the exact command; once allowed it runs", async () => {
+      const outputs = ask("touch allowed-in-browser.txt");
+      const approval = admin.getByRole("article", { name: /^Approval / });
+      await approval.waitFor({ timeout: 30_000 });
+      expect(await approval.textContent()).toContain("touch allowed-in-browser.txt");
+      expect(await workspaceHas(approvalsProject, "allowed-in-browser.txt")).toBe(false);
+      await screenshot(admin, "approval");
+      await approval.getByRole("button", { name: "Allow", exact: true }).click();
+      const decision = (await outputs).find((o) => o.op === "approval");
+      expect(decision).toMatchObject({ decision: "allow", by: "answer" });
+      expect(await workspaceHas(approvalsProject, "allowed-in-browser.txt")).toBe(true);
+      await approval.waitFor({ state: "detached", timeout: 10_000 });
+    });
+
+    it("deny with a message: the agent is told, and the command never runs", async () => {
+      const outputs = ask("touch denied-in-browser.txt");
+      const approval = admin.getByRole("article", { name: /^Approval / });
+      await approval.waitFor({ timeout: 30_000 });
+      await approval.getByLabel("Message for the agent").fill("not from the console");
+      await approval.getByRole("button", { name: "Deny" }).click();
+      const decision = (await outputs).find((o) => o.op === "approval");
+      expect(decision).toMatchObject({ decision: "deny", by: "answer", message: "not from the console" });
+      expect(await workspaceHas(approvalsProject, "denied-in-browser.txt")).toBe(false);
+    });
+  });
+
+  it("lists sessions across projects", async () => {
+    await admin.getByRole("link", { name: "Sessions" }).click();
+    const table = admin.getByRole("table", { name: "Sessions" });
+    await table.getByRole("link", { name: sessionId }).waitFor({ timeout: 10_000 });
+    await screenshot(admin, "sessions");
+  });
+
+  it("drains a host: the next project goes to another host", async () => {
+    otherHost = await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+    await admin.getByRole("link", { name: "Hosts" }).click();
+    const table = admin.getByRole("table", { name: "Hosts" });
+    await table.getByText(otherHost.hostId).waitFor({ timeout: 20_000 });
+    await screenshot(admin, "hosts");
+    await admin.getByRole("button", { name: `Drain ${dockerHost.hostId}` }).click();
+    await expect
+      .poll(
+        async () => {
+          const hosts = await caller.ok<{ hosts: { host_id: string; state?: string; draining?: boolean }[] }>(
+            "host",
+            {
+              action: "list",
+            },
+          );
+          const drained = hosts.hosts.find((h) => h.host_id === dockerHost.hostId);
+          return drained?.draining === true || drained?.state === "draining";
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(true);
+    const next = await newProject();
+    await caller.ok("container", { action: "start", project_id: next });
+    const placed = await caller.ok<{ host_id: string | null }>("project", {
+      action: "get",
+      project_id: next,
+    });
+    expect(placed.host_id).toBe(otherHost.hostId);
+  }, 180_000);
+});
+
+describe("a read-only person", () => {
+  it("has no mutating control, and a forged mutation is refused", async () => {
+    const projectId = await newProject();
+    const sessionId = await droidIn(projectId);
+    const { token } = await caller.ok<{ token: string }>("token", {
+      action: "create",
+      name: "console-reader",
+      scope: `project:${projectId}:ro`,
+    });
+    const reader = await signIn(token);
+    await reader.goto(`${stack.url}/#/sessions/${sessionId}`);
+    await reader.getByRole("heading", { name: `Session ${sessionId}` }).waitFor();
+    await events(reader).getByRole("listitem").first().waitFor({ timeout: 30_000 });
+    for (const name of ["Send", "Interrupt", "End session"])
+      expect(await reader.getByRole("button", { name, exact: true }).count()).toBe(0);
+    expect(await reader.getByLabel("Message").count()).toBe(0);
+    expect(await reader.getByRole("link", { name: "Tokens" }).count()).toBe(0);
+    // A forged call with the page's own CSRF token is refused by the same access check as MCP.
+    const forged = (await reader.evaluate(`(async () => {
+      const csrf = document.querySelector('meta[name="oubliette-csrf"]').getAttribute("content");
+      const response = await fetch("/console/api/call", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-oubliette-csrf": csrf },
+        body: JSON.stringify({ name: "session", arguments: { action: "end", session_id: ${JSON.stringify(sessionId)} } }),
+      });
+      return { status: response.status, body: await response.json() };
+    })()`)) as { status: number; body: Record<string, unknown> };
+    expect(forged.status).toBe(200);
+    expect(forged.body.isError).toBe(true);
+    expect(JSON.stringify(forged.body)).toContain("forbidden");
+    // Without the CSRF token, refused before anything runs.
+    const noCsrf = await reader.evaluate(async () => {
+      const response = await fetch("/console/api/call", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "project", arguments: { action: "list" } }),
+      });
+      return response.status;
+    });
+    expect(noCsrf).toBe(403);
+    const still = await caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId });
+    expect(still.status).not.toBe("ended");
+    await reader.context().close();
+  });
+});
+
+describe("revoking the signed-in token", () => {
+  it("the page loses access within about 2 s", async () => {
+    const { token, token_id } = await caller.ok<{ token: string; token_id: string }>("token", {
+      action: "create",
+      name: "console-revoked",
+      scope: "admin:ro",
+    });
+    const page = await signIn(token);
+    // admin:ro may read the administration too: the audit log and the hosts.
+    await page.getByRole("link", { name: "Audit" }).click();
+    await page.getByRole("table", { name: "Audit log" }).waitFor();
+    await screenshot(page, "audit");
+    expect(await page.getByRole("button", { name: /^Drain / }).count()).toBe(0);
+    await caller.ok("token", { action: "revoke", token_id });
+    const revokedAt = Date.now();
+    await page.getByRole("alert").filter({ hasText: "Your sign-in ended" }).waitFor({ timeout: 5_000 });
+    expect(Date.now() - revokedAt).toBeLessThan(4_000);
+    const after = await page.evaluate(async () => (await fetch("/console/api/me")).status);
+    expect(after).toBe(401);
+    await page.context().close();
+  });
+});
+
+describe("the page itself", () => {
+  it("is served with a strict CSP, no framing, an HttpOnly sign-in cookie and no token in the URL", async () => {
+    const response = await admin.goto(stack.url);
+    const headers = response?.headers() ?? {};
+    expect(headers["content-security-policy"]).toContain("script-src 'self'");
+    expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(headers["content-security-policy"]).not.toContain("unsafe-inline");
+    const cookies = await admin.context().cookies();
+    const signin = cookies.find((c) => c.name.endsWith("signin"));
+    expect(signin?.httpOnly).toBe(true);
+    expect(admin.url()).not.toContain("oub_");
+    expect(
+      await admin.evaluate("Object.keys(localStorage).length + Object.keys(sessionStorage).length"),
+    ).toBe(0);
+  });
+});
