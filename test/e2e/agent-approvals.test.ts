@@ -364,15 +364,21 @@ describe.each(runtimes)("approvals with the %s runtime", (runtime) => {
       const files = UNSWITCHABLE[runtime] ?? {};
       await plant(projectId, files);
       const requests = model.requests.length;
-      const result = await caller.call("session", {
+      // The spawn answers at once; the agent's start fails on the host and ends the session, saying why.
+      const spawned = await caller.ok<{ session_id: string }>("session", {
         action: "spawn",
         project_id: projectId,
         new_session: true,
       });
-      expect(result.isError).toBe(true);
-      const message = JSON.stringify(result.content);
-      for (const file of Object.keys(files)) expect(message).toContain(file);
-      expect(message).toContain("approval policy asks");
+      caller.follow(spawned.session_id);
+      const ended = (await caller.waitFor(
+        (e) => e.session_id === spawned.session_id && e.type === "session_ended",
+        120_000,
+        "the refused session's end",
+      )) as { reason: string };
+      for (const file of Object.keys(files)) expect(ended.reason).toContain(file);
+      expect(ended.reason).toContain("approval policy asks");
+      expect(ended.reason).toContain("could not start");
       // The CLI never started: its model was never asked.
       expect(model.requests.length).toBe(requests);
       expect(await workspaceHas(projectId, "discovered.txt")).toBe(false);
