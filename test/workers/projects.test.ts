@@ -120,11 +120,16 @@ describe("project", () => {
     const hosts = (await call("host", { action: "list" })).structuredContent?.hosts as {
       host_id: string;
       disk: unknown;
+      version: string | null;
+      last_seen: string | null;
     }[];
-    expect(hosts.find((h) => h.host_id === host.hostId)?.disk).toEqual({
-      mode: "measured",
-      default_mb: 2048,
-    });
+    const listed = hosts.find((h) => h.host_id === host.hostId);
+    expect(listed?.disk).toEqual({ mode: "measured", default_mb: 2048 });
+    // Its version from its hello, and when it was last heard from (no later than now).
+    expect(listed?.version).toBe("test");
+    const lastSeen = Date.parse(listed?.last_seen ?? "");
+    expect(lastSeen).toBeGreaterThan(Date.now() - 120_000);
+    expect(lastSeen).toBeLessThanOrEqual(Date.now());
   });
 
   it("config_limits returns the project's limits", async () => {

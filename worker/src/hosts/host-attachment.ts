@@ -11,6 +11,10 @@ const HostAttachmentSchema = z.object({
   maxSessions: z.number(),
   ready: z.boolean(),
   disk: HostDiskSchema.optional(),
+  /** The host-agent's version, from its hello. */
+  version: z.string().optional(),
+  /** When its hello was accepted (ms since the epoch). */
+  connectedAt: z.number().optional(),
 });
 export type HostAttachment = z.infer<typeof HostAttachmentSchema>;
 

@@ -5,6 +5,8 @@ import { type HostAttachment, hostAttachment } from "./host-attachment.js";
 export interface ConnectedHost {
   ws: WebSocket;
   attachment: HostAttachment & { runtime: RuntimeKind };
+  /** When it was last heard from: its last auto-answered ping, else its hello (ms since the epoch). */
+  lastSeen: number | null;
 }
 
 /** What reading the channels needs of the object's state. */
@@ -22,7 +24,11 @@ export function connectedHosts(state: ChannelState, silentAfterMs: number): Conn
     if (!a?.ready || a.runtime === null || ws.readyState !== WebSocket.OPEN) continue;
     const lastPing = state.getWebSocketAutoResponseTimestamp(ws);
     if (lastPing !== null && now - lastPing.getTime() > silentAfterMs) continue;
-    hosts.push({ ws, attachment: { ...a, runtime: a.runtime } });
+    hosts.push({
+      ws,
+      attachment: { ...a, runtime: a.runtime },
+      lastSeen: Math.max(lastPing?.getTime() ?? 0, a.connectedAt ?? 0) || null,
+    });
   }
   return hosts;
 }

@@ -13,6 +13,10 @@ export interface HostListing {
   missing_since: string | null;
   /** How the host bounds projects' disk use and a project's bound when it names none (connected hosts). */
   disk: HostDisk | null;
+  /** The host-agent's version (connected hosts). */
+  version: string | null;
+  /** When the host was last heard from (a connected host's last ping; a missing host's last moment). */
+  last_seen: string | null;
 }
 
 /**
@@ -22,7 +26,7 @@ export interface HostListing {
 export function listHosts(connected: ConnectedHost[], store: HostStore): HostListing[] {
   const listings = new Map<string, HostListing>();
   for (const host of connected) {
-    const { hostId, runtime, maxSessions, disk } = host.attachment;
+    const { hostId, runtime, maxSessions, disk, version } = host.attachment;
     const drained = store.drainedSince(hostId);
     listings.set(hostId, {
       host_id: hostId,
@@ -33,6 +37,8 @@ export function listHosts(connected: ConnectedHost[], store: HostStore): HostLis
       draining: drained !== null,
       missing_since: null,
       disk: disk ?? null,
+      version: version ?? null,
+      last_seen: host.lastSeen === null ? null : new Date(host.lastSeen).toISOString(),
     });
   }
   for (const { hostId, missingSince } of store.missingHosts()) {
@@ -46,6 +52,8 @@ export function listHosts(connected: ConnectedHost[], store: HostStore): HostLis
       draining: store.drainedSince(hostId) !== null,
       missing_since: new Date(missingSince).toISOString(),
       disk: null,
+      version: null,
+      last_seen: new Date(missingSince).toISOString(),
     });
   }
   return [...listings.values()].sort((a, b) => a.host_id.localeCompare(b.host_id));

@@ -63,6 +63,8 @@ export class HostReconcile {
       maxSessions: params.max_sessions,
       ready: true,
       ...(params.disk ? { disk: params.disk } : {}),
+      version: params.agent_version,
+      connectedAt: Date.now(),
     } satisfies HostAttachment);
     this.#d.store.hostBack(a.hostId);
     this.#audit(a, "host.register", "ok");

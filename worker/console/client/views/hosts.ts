@@ -34,7 +34,7 @@ function parseHost(r: JsonRecord): Host | null {
     // `host list` names neither yet; shown when it does.
     version: str(r, "version"),
     missing_since: str(r, "missing_since"),
-    last_seen: str(r, "last_seen_at") ?? str(r, "last_seen"),
+    last_seen: str(r, "last_seen"),
   };
 }
 
