@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { UsageTotals } from "../../../protocol/usage.js";
 import { randomHex } from "../auth/digest.js";
 import type { Env } from "../env.js";
 import { AppError, capture, fail, ok, type Result } from "../errors.js";
@@ -7,6 +8,7 @@ import { decodeCursor, encodeCursor } from "../objects/cursor.js";
 import { objects } from "../objects/keys.js";
 import { DEFAULT_WORKSPACE, type Limits, type ProjectConfig } from "./project-config.js";
 import { type IndexedStatus, ProjectStore, type SessionEntry, type WorkspaceEntry } from "./project-store.js";
+import { type DayUsageRow, type SessionUsageRow, UsageStore } from "./usage-store.js";
 
 export interface ProjectInfo extends Omit<ProjectConfig, "name"> {
   project_id: string;
@@ -74,6 +76,12 @@ function listing(projectId: string, s: SessionEntry): SessionListing {
   };
 }
 
+/** A project's model usage over a period (see UsageStore). */
+export interface ProjectUsage {
+  by_day: DayUsageRow[];
+  sessions: (SessionUsageRow & { status: string | null; created_at: string | null })[];
+}
+
 /**
  * One per project: its config, the index of its sessions (which workspace, status, owner) and its
  * workspaces. Session objects report their status changes here; anything that depends on "is a
@@ -81,11 +89,13 @@ function listing(projectId: string, s: SessionEntry): SessionListing {
  */
 export class ProjectDurableObject extends DurableObject<Env> {
   readonly #store: ProjectStore;
+  readonly #usage: UsageStore;
   readonly #log = createLog({ component: "project" });
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#store = new ProjectStore(ctx.storage.sql);
+    this.#usage = new UsageStore(ctx.storage.sql);
   }
 
   async init(input: {
@@ -161,6 +171,35 @@ export class ProjectDurableObject extends DurableObject<Env> {
     if (!this.#store.session(input.sessionId)) return;
     const ended = input.status !== "starting" && input.status !== "running";
     this.#store.setSessionStatus(input.sessionId, input.status, ended ? Date.now() : null, input.reason);
+  }
+
+  /** A session object reports its model usage (cumulative totals). */
+  async sessionUsage(input: {
+    sessionId: string;
+    agent: string | null;
+    model: string | null;
+    totals: UsageTotals;
+  }): Promise<void> {
+    if (!this.#store.session(input.sessionId)) return;
+    this.#usage.record(input.sessionId, input.agent, input.model, input.totals, Date.now());
+  }
+
+  /** Model usage from `sinceDay` (UTC, `YYYY-MM-DD`) on: per day, and per session (most costly first). */
+  async usage(sinceDay: string, limit: number): Promise<Result<ProjectUsage>> {
+    return capture(() => {
+      this.#require();
+      return {
+        by_day: this.#usage.byDay(sinceDay),
+        sessions: this.#usage.bySession(sinceDay, limit).map((row) => {
+          const entry = this.#store.session(row.session_id);
+          return {
+            ...row,
+            status: entry?.status ?? null,
+            created_at: entry ? new Date(entry.createdAt).toISOString() : null,
+          };
+        }),
+      };
+    });
   }
 
   async session(sessionId: string): Promise<SessionListing | null> {
@@ -265,6 +304,7 @@ export class ProjectDurableObject extends DurableObject<Env> {
       await Promise.all(live.map((s) => objects.session(this.env, s.sessionId).terminate(reason)));
       this.#log.info("project deleted", { project: project.id, ended: live.length });
       this.#store.wipe();
+      this.#usage.wipe();
       return { project_id: project.id, ended_sessions: live.map((s) => s.sessionId) };
     });
   }

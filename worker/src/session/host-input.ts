@@ -25,7 +25,7 @@ export interface HostInputDeps {
   state: SessionState;
   events: Pick<EventLog, "emit">;
   lifetime: Pick<Lifetime, "touch">;
-  lifecycle: Pick<SessionLifecycle, "finish" | "reportStatus" | "tellIdleWatchers">;
+  lifecycle: Pick<SessionLifecycle, "finish" | "reportStatus" | "reportUsage" | "tellIdleWatchers">;
   views: Pick<SessionViews, "eventsPage">;
   approvals: Pick<Approvals, "gateTool">;
   scheduleAlarm(): void;
@@ -96,6 +96,7 @@ export class HostInput {
       record.usage = totals;
       state.save();
       events.emit({ type: "usage", ...totals });
+      this.#d.lifecycle.reportUsage(totals);
     }
     if (refused !== undefined) events.emit({ type: "error", message: refused });
   }

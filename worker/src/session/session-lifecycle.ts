@@ -1,3 +1,4 @@
+import type { UsageTotals } from "../../../protocol/usage.js";
 import type { Env } from "../env.js";
 import type { Result } from "../errors.js";
 import { errorMessage } from "../log.js";
@@ -200,6 +201,23 @@ export class SessionLifecycle {
       .sessionStatus({ sessionId: record.sessionId, status: record.status, reason })
       .catch((err: unknown) =>
         state.log.warn("could not report the status to the project", { error: errorMessage(err) }),
+      );
+  }
+
+  /** Tells the project the session's model usage (cumulative totals), for its usage reports. */
+  reportUsage(totals: UsageTotals): void {
+    const { state, env } = this.#d;
+    const record = state.require();
+    objects
+      .project(env, record.projectId)
+      .sessionUsage({
+        sessionId: record.sessionId,
+        agent: record.agent?.runtime ?? "scripted",
+        model: record.agent?.model ?? null,
+        totals,
+      })
+      .catch((err: unknown) =>
+        state.log.warn("could not report usage to the project", { error: errorMessage(err) }),
       );
   }
 

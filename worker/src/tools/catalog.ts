@@ -12,6 +12,7 @@ import { ToolRegistry } from "./registry.js";
 import { scheduleTool } from "./schedule-tool.js";
 import { sessionTool } from "./session-tool.js";
 import { tokenTool } from "./token-tool.js";
+import { usageTool } from "./usage-tool.js";
 import { workspaceTool } from "./workspace-tool.js";
 
 /** Every tool definition, in the order tools/list shows them. */
@@ -29,6 +30,7 @@ export const toolDefinitions = [
   projectTasksTool,
   imageRebuildTool,
   configLimitsTool,
+  usageTool,
   callerToolResponseTool,
   approvalResponseTool,
 ];
