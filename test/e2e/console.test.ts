@@ -270,6 +270,111 @@ describe("signed in as an admin", () => {
     });
   });
 
+  it("runs a command in the project's container and shows its output", async () => {
+    await admin.goto(`${stack.url}/#/projects/${projectId}`);
+    await admin.getByRole("heading", { name: projectName, level: 1 }).waitFor();
+    const form = admin.getByRole("form", { name: "Run a command" });
+    // Split on whitespace into argv; what it prints is computed, so it proves the command ran.
+    await form.getByLabel("Command").fill('node -e console.log(["console","exec","ok"].join("-"))');
+    await form.getByRole("button", { name: "Run" }).click();
+    await expect
+      .poll(async () => admin.getByLabel("Command output").textContent(), { timeout: 60_000 })
+      .toContain("console-exec-ok");
+  }, 120_000);
+
+  it("creates a token (shown once) and revokes it from the page", async () => {
+    await admin.getByRole("link", { name: "Tokens" }).click();
+    const form = admin.getByRole("form", { name: "New token" });
+    await form.getByLabel("name", { exact: true }).fill("made-in-the-console");
+    await form.getByLabel("scope", { exact: true }).fill(`project:${projectId}:ro`);
+    await form.getByRole("button", { name: "Create token" }).click();
+    const shown = admin.getByRole("status").filter({ hasText: "Shown once" });
+    await shown.waitFor({ timeout: 10_000 });
+    const secret = /oub_[0-9a-f]{64}/.exec((await shown.textContent()) ?? "")?.[0] ?? "";
+    expect(secret).not.toBe("");
+    const listed = await caller.ok<{ tokens: { token_id: string; name: string; status: string }[] }>(
+      "token",
+      {
+        action: "list",
+      },
+    );
+    const made = listed.tokens.find((t) => t.name === "made-in-the-console");
+    expect(made?.status).toBe("active");
+    await admin.getByRole("button", { name: `Revoke ${made?.token_id}` }).click();
+    await expect
+      .poll(
+        async () => {
+          const all = await caller.ok<{ tokens: { token_id: string; status: string }[] }>("token", {
+            action: "list",
+            include_revoked: true,
+          });
+          return all.tokens.find((t) => t.token_id === made?.token_id)?.status;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe("revoked");
+    // The secret it showed once no longer works.
+    const refused = await fetch(stack.mcpUrl, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${secret}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
+    expect(refused.status).toBe(401);
+  });
+
+  it("triggers and disables a schedule from the page", async () => {
+    const name = `console-schedule-${crypto.randomUUID().slice(0, 6)}`;
+    const { schedule_id } = await caller.ok<{ schedule_id: string }>("schedule", {
+      action: "create",
+      name,
+      cron_expr: "0 3 1 1 *",
+      prompt: JSON.stringify({ id: "scheduled", steps: [{ op: "echo", text: "scheduled run" }] }),
+      targets: [{ project_id: projectId }],
+    });
+    await admin.getByRole("link", { name: "Schedules" }).click();
+    await admin.getByRole("table", { name: "Schedules" }).getByText(name).waitFor({ timeout: 10_000 });
+    await admin.getByRole("button", { name: `Trigger ${name}` }).click();
+    await expect
+      .poll(
+        async () => {
+          const history = await caller.ok<{ runs: unknown[] }>("schedule", {
+            action: "history",
+            schedule_id,
+          });
+          return history.runs.length;
+        },
+        { timeout: 30_000 },
+      )
+      .toBeGreaterThan(0);
+    await admin.getByRole("button", { name: `Disable ${name}` }).click();
+    await expect
+      .poll(
+        async () =>
+          (await caller.ok<{ enabled: boolean }>("schedule", { action: "get", schedule_id })).enabled,
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe(false);
+    await admin.getByRole("button", { name: `Enable ${name}` }).waitFor({ timeout: 10_000 });
+  });
+
+  it("lists jobs and shows usage", async () => {
+    await admin.getByRole("link", { name: "Jobs" }).click();
+    await admin.getByRole("heading", { name: "Jobs", level: 1 }).waitFor();
+    await admin.getByRole("table", { name: "Jobs" }).waitFor();
+    await admin.getByRole("link", { name: "Usage" }).click();
+    await admin.getByRole("heading", { name: "Usage", level: 1 }).waitFor();
+    await admin.getByRole("combobox", { name: "Period" }).selectOption({ label: "Last 7 days" });
+    // The scripted droid calls no model: the period is empty, and says so.
+    await admin.getByText("No model use in this period.").waitFor({ timeout: 10_000 });
+    await screenshot(admin, "usage");
+  });
+
   it("lists sessions across projects", async () => {
     await admin.getByRole("link", { name: "Sessions" }).click();
     const table = admin.getByRole("table", { name: "Sessions" });
@@ -326,6 +431,28 @@ describe("a read-only person", () => {
       expect(await reader.getByRole("button", { name, exact: true }).count()).toBe(0);
     expect(await reader.getByLabel("Message").count()).toBe(0);
     expect(await reader.getByRole("link", { name: "Tokens" }).count()).toBe(0);
+    // Read-only, the workspace's files can still be browsed and read (as text: markup stays inert).
+    const container = await projectContainer(docker, projectId);
+    const wrote = await execAs(container, "0", [
+      "sh",
+      "-c",
+      'mkdir -p /workspace/default/docs && printf "%s" "$1" > /workspace/default/docs/notes.html',
+      "sh",
+      '<script>window.__pwned=3</script><i id="italic">hi</i>',
+    ]);
+    expect(wrote.code).toBe(0);
+    await reader.goto(`${stack.url}/#/projects/${projectId}`);
+    await reader.getByRole("link", { name: "Files of default" }).click();
+    await reader.getByRole("heading", { name: "Files of default", level: 1 }).waitFor();
+    await reader.getByRole("list", { name: "Files" }).getByRole("link", { name: "docs/" }).click();
+    await reader.getByRole("list", { name: "Files" }).getByRole("link", { name: "notes.html" }).click();
+    const content = reader.getByLabel("File content");
+    await expect
+      .poll(async () => content.textContent(), { timeout: 30_000 })
+      .toContain('<i id="italic">hi</i>');
+    expect(await reader.locator("#italic").count()).toBe(0);
+    expect(await reader.evaluate("window.__pwned")).toBeUndefined();
+    await screenshot(reader, "files");
     // A forged call with the page's own CSRF token is refused by the same access check as MCP.
     const forged = (await reader.evaluate(`(async () => {
       const csrf = document.querySelector('meta[name="oubliette-csrf"]').getAttribute("content");

@@ -4,6 +4,7 @@ import { h, replace } from "./dom.js";
 import { rootScope, type Scope } from "./live.js";
 import { heading, type View } from "./view.js";
 import { auditView } from "./views/audit.js";
+import { filesView } from "./views/files.js";
 import { hostsView } from "./views/hosts.js";
 import { jobsView } from "./views/jobs.js";
 import { projectView } from "./views/project.js";
@@ -12,6 +13,7 @@ import { schedulesView } from "./views/schedules.js";
 import { sessionView } from "./views/session.js";
 import { sessionsView } from "./views/sessions.js";
 import { tokensView } from "./views/tokens.js";
+import { usageView } from "./views/usage.js";
 
 /**
  * The console's entry: reads who is signed in, builds the header and its navigation, routes the
@@ -31,9 +33,16 @@ const ROUTES: Route[] = [
   { pattern: /^\/sessions\/([A-Za-z0-9_-]+)$/, view: sessionView, title: "Session" },
   { pattern: /^\/projects$/, view: projectsView, title: "Projects" },
   { pattern: /^\/projects\/([A-Za-z0-9_-]+)$/, view: projectView, title: "Project" },
+  {
+    // `?path=<dir>` or `?file=<path>`; the value runs to the end (the hash is decoded as a whole).
+    pattern: /^\/projects\/([A-Za-z0-9_-]+)\/files\/([A-Za-z0-9_-]+)(?:\?(path|file)=([\s\S]*))?$/,
+    view: filesView,
+    title: "Files",
+  },
   { pattern: /^\/hosts$/, view: hostsView, title: "Hosts" },
   { pattern: /^\/jobs$/, view: jobsView, title: "Jobs" },
   { pattern: /^\/schedules$/, view: schedulesView, title: "Schedules" },
+  { pattern: /^\/usage$/, view: usageView, title: "Usage" },
   { pattern: /^\/tokens$/, view: tokensView, title: "Tokens" },
   { pattern: /^\/audit$/, view: auditView, title: "Audit" },
 ];
@@ -47,6 +56,7 @@ function navItems(): { label: string; path: string }[] {
     ...(admin ? [{ label: "Hosts", path: "/hosts" }] : []),
     { label: "Jobs", path: "/jobs" },
     { label: "Schedules", path: "/schedules" },
+    { label: "Usage", path: "/usage" },
     ...(admin
       ? [
           { label: "Tokens", path: "/tokens" },

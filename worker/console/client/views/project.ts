@@ -7,6 +7,7 @@ import { bool, compact, type JsonRecord, list, num, rec, str, strings } from "..
 import { projectSessions, type SessionListing } from "../models.js";
 import { dataTable } from "../table.js";
 import { heading, type View, type ViewContext } from "../view.js";
+import { filesHash } from "./files.js";
 
 interface Workspace {
   workspace_id: string;
@@ -37,7 +38,7 @@ function settings(info: JsonRecord): HTMLElement {
   return dl;
 }
 
-function workspaces(items: Workspace[]): HTMLElement {
+function workspaces(projectId: string, items: Workspace[]): HTMLElement {
   return h(
     "ul",
     { "aria-label": "Workspaces", class: "workspaces" },
@@ -48,6 +49,8 @@ function workspaces(items: Workspace[]): HTMLElement {
         h("code", {}, w.workspace_id),
         w.default ? " (default)" : "",
         w.running.length > 0 ? ` — running: ${w.running.join(", ")}` : "",
+        " — ",
+        link(`Files of ${w.workspace_id}`, filesHash(projectId, w.workspace_id)),
       ),
     ),
   );
@@ -194,7 +197,7 @@ export const projectView: View = (ctx, projectId = "") => {
         h("h2", {}, "Sessions"),
         sessions.el,
         h("h2", {}, "Workspaces"),
-        workspaces(list(spaces, "workspaces", parseWorkspace)),
+        workspaces(projectId, list(spaces, "workspaces", parseWorkspace)),
         h("h2", {}, "Settings"),
         settings(info),
       );
