@@ -268,6 +268,20 @@ describe("signed in as an admin", () => {
       expect(decision).toMatchObject({ decision: "deny", by: "answer", message: "not from the console" });
       expect(await workspaceHas(approvalsProject, "denied-in-browser.txt")).toBe(false);
     });
+
+    it("allow for session: the same kind is not asked again", async () => {
+      const first = ask("touch session-1.txt");
+      const approval = admin.getByRole("article", { name: /^Approval / });
+      await approval.waitFor({ timeout: 30_000 });
+      await approval.getByRole("button", { name: "Allow for session" }).click();
+      expect((await first).find((o) => o.op === "approval")).toMatchObject({
+        decision: "allow",
+        by: "answer",
+      });
+      const second = (await ask("touch session-2.txt")).find((o) => o.op === "approval");
+      expect(second).toMatchObject({ decision: "allow", by: "session_allowance" });
+      expect(await workspaceHas(approvalsProject, "session-2.txt")).toBe(true);
+    });
   });
 
   it("runs a command in the project's container and shows its output", async () => {
@@ -373,6 +387,32 @@ describe("signed in as an admin", () => {
     // The scripted droid calls no model: the period is empty, and says so.
     await admin.getByText("No model use in this period.").waitFor({ timeout: 10_000 });
     await screenshot(admin, "usage");
+  });
+
+  it("enrols a host: the page shows the command that starts it, with its token, once", async () => {
+    await admin.getByRole("link", { name: "Hosts" }).click();
+    const form = admin.getByRole("form", { name: "Enrol a host" });
+    await form.getByLabel("Host id").fill("console-enrolled");
+    await form.getByRole("button", { name: "Enrol a host" }).click();
+    const shown = admin.getByLabel("Host enrolment");
+    await expect
+      .poll(async () => shown.textContent(), { timeout: 10_000 })
+      .toMatch(/OUBLIETTE_HOST_TOKEN=oub_[0-9a-f]{64}/);
+    expect(await shown.textContent()).toContain("console-enrolled");
+  });
+
+  it("ends a session from its page", async () => {
+    await admin.goto(`${stack.url}/#/sessions/${sessionId}`);
+    await admin.getByRole("button", { name: "End session" }).click();
+    await expect
+      .poll(
+        async () =>
+          (await caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId })).status,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe("ended");
   });
 
   it("lists sessions across projects", async () => {
