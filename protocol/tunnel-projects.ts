@@ -33,12 +33,19 @@ export const RemoteUrlSchema = z
     message: "remote_url must be an https://, http://, ssh:// or file:// URL",
   });
 
+/** The name of a git credential a host holds (its secret never leaves the host). */
+export const GitCredentialNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "a git credential name is 1-64 letters, digits, '_', '.' or '-'");
+
 /** `workspace_create`: a directory in the project's volume, optionally `git init` or `git clone`. */
 export const WorkspaceCreateParamsSchema = z.object({
   project_id: ProjectIdSchema,
   workspace_id: WorkspaceIdSchema,
   init_git: z.boolean().default(false),
   remote_url: RemoteUrlSchema.optional(),
+  /** The host's git credential the clone uses (by name). */
+  git_credential: GitCredentialNameSchema.optional(),
   /** The project's disk bound (MiB), for a volume made by this request; the host's default when absent. */
   disk_mb: z.number().int().min(64).max(16_777_216).optional(),
 });

@@ -56,6 +56,13 @@ export const HostAgentConfigSchema = z.object({
   tmpMb: z.coerce.number().int().min(1).max(65_536).default(DEFAULT_DISK_SETTINGS.tmpMb),
   /** A JSON file of model provider keys (see models/model-keys.ts). */
   modelKeys: z.string().min(1).optional(),
+  /** A JSON file of git credentials by name (see git/git-credentials.ts). */
+  gitCredentials: z.string().min(1).optional(),
+  /** Let the host's git reach http://, file:// and non-public addresses (see git/remote-policy.ts). */
+  gitAllowLocalRemotes: z
+    .union([z.boolean(), z.enum(["1", "true", "0", "false", ""])])
+    .transform((v) => v === true || v === "1" || v === "true")
+    .default(false),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),
 });
 export type HostAgentConfig = z.infer<typeof HostAgentConfigSchema>;

@@ -12,6 +12,7 @@ import { Command, Option } from "commander";
 import { createLogger } from "../../lib/log.js";
 import { HostAgentConfigSchema } from "./config.js";
 import { resolveDiskSettings } from "./disk/resolve-disk.js";
+import { GitCredentials } from "./git/git-credentials.js";
 import { configuredProviders, loadModelKeys, type ModelKeys } from "./models/model-keys.js";
 import { ModelProxy } from "./models/model-proxy.js";
 import { ProjectManager } from "./projects/project-manager.js";
@@ -86,6 +87,18 @@ const program = new Command()
       "--model-keys <file>",
       'model provider keys, JSON: {"anthropic":{"api_key":"…","base_url":"…"},…} (or OUBLIETTE_<PROVIDER>_API_KEY)',
     ).env("OUBLIETTE_MODEL_KEYS"),
+  )
+  .addOption(
+    new Option(
+      "--git-credentials <file>",
+      'git credentials by name, JSON: {"github-acme":{"token":"…","username":"…"}} (projects name one as git_credential)',
+    ).env("OUBLIETTE_GIT_CREDENTIALS"),
+  )
+  .addOption(
+    new Option(
+      "--git-allow-local-remotes",
+      "let git reach http://, file:// and loopback or private addresses (default: public https:// and ssh:// only)",
+    ).env("OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES"),
   )
   .addOption(
     new Option(
@@ -170,6 +183,18 @@ try {
 }
 // Which providers have a key, never the keys.
 logger.info({ providers: configuredProviders(modelKeys) }, "model providers configured");
+let gitCredentials: GitCredentials;
+try {
+  gitCredentials = GitCredentials.load(config.gitCredentials);
+} catch (err) {
+  logger.fatal({ err: (err as Error).message }, "invalid git credentials");
+  process.exit(2);
+}
+// Their names, never their secrets.
+logger.info(
+  { git_credentials: gitCredentials.names(), git_local_remotes: config.gitAllowLocalRemotes },
+  "git configured",
+);
 const models = new ModelProxy({ keys: modelKeys, logger });
 
 const disk = await resolveDiskSettings(config, runtime.kind, logger);
@@ -188,6 +213,7 @@ const projects = new ProjectManager({
   disk,
   timing,
   logger,
+  git: { policy: { allowLocal: config.gitAllowLocalRemotes }, credentials: gitCredentials },
 });
 // Containers an earlier run left running (and their sessions) are served again before the host
 // reports what it runs.

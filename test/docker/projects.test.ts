@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { GitCredentials } from "../../host-agent/src/git/git-credentials.js";
 import { loadModelKeys } from "../../host-agent/src/models/model-keys.js";
 import { ModelProxy } from "../../host-agent/src/models/model-proxy.js";
 import { ProjectManager } from "../../host-agent/src/projects/project-manager.js";
@@ -136,6 +137,9 @@ beforeAll(async () => {
     disk: TEST_DISK,
     logger,
     timing: { heartbeatMs: 5_000, maxReconnectDelayMs: 1_000 },
+    // The clone below is a file:// remote on this machine (test/integration/git-clone.test.ts
+    // checks the default, which refuses it).
+    git: { policy: { allowLocal: true }, credentials: new GitCredentials() },
   });
   const peers = linkedPeers();
   registry = peers.registry;

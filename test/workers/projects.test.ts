@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { TunnelMethod } from "../../protocol/tunnel.js";
 import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, type ToolResult } from "./support/mcp.js";
 import { createProject } from "./support/projects.js";
@@ -53,6 +54,7 @@ describe("project", () => {
     [{ name: "x", limits: { memory_mb: 1 } }, "memory_mb"],
     [{ name: "x", limits: { disk_mb: 1 } }, "disk_mb"],
     [{ name: "x", remote_url: "-uhttps://evil" }, "remote_url"],
+    [{ name: "x", git_credential: "../keys" }, "git_credential"],
     [{ name: "x", protected_paths: ["../etc"] }, "protected"],
     [{ name: "x", container_type: "default", image: "node:20" }, "not both"],
   ])("refuses an invalid config %j with a message naming the problem", async (config, words) => {
@@ -130,6 +132,29 @@ describe("project", () => {
     const lastSeen = Date.parse(listed?.last_seen ?? "");
     expect(lastSeen).toBeGreaterThan(Date.now() - 120_000);
     expect(lastSeen).toBeLessThanOrEqual(Date.now());
+  });
+
+  it("hands the host the project's remote and the name of its git credential (never a secret) to clone", async () => {
+    const projectId = await createProject({
+      remote_url: "https://forge.example/acme/app.git",
+      git_credential: "forge-acme",
+    });
+    const info = (await call("project", { action: "get", project_id: projectId })).structuredContent;
+    expect(info).toMatchObject({
+      remote_url: "https://forge.example/acme/app.git",
+      git_credential: "forge-acme",
+    });
+    await call("session", { action: "spawn", project_id: projectId });
+    const created = host.socket
+      .requests(TunnelMethod.workspaceCreate)
+      .map((r) => r.params as Record<string, unknown>)
+      .find((p) => p.project_id === projectId);
+    expect(created).toMatchObject({
+      workspace_id: "default",
+      init_git: false,
+      remote_url: "https://forge.example/acme/app.git",
+      git_credential: "forge-acme",
+    });
   });
 
   it("config_limits returns the project's limits", async () => {

@@ -21,10 +21,12 @@ import type {
 } from "../../../protocol/tunnel-projects.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { checkHostDisk } from "../disk/host-disk.js";
+import { GitCredentials } from "../git/git-credentials.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime } from "../runtime/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { HostError } from "./errors.js";
+import type { HostGitSettings } from "./git.js";
 import type { OwnershipMode } from "./ownership.js";
 import { ProjectPaths, projectsDir } from "./project-paths.js";
 import { ProjectRuntime } from "./project-runtime.js";
@@ -49,6 +51,8 @@ export interface ProjectManagerOptions {
   timing?: TunnelTiming | undefined;
   /** Whether this process runs as root (it can give workspace directories to their uids). */
   isRoot?: boolean;
+  /** What the host's git may reach and with which credentials (default: public https/ssh, none). */
+  git?: HostGitSettings;
 }
 
 /** Most project directories `host_hello` reports. */
@@ -140,12 +144,18 @@ export class ProjectManager {
   async createWorkspace(
     projectId: string,
     workspaceId: string,
-    options: { initGit: boolean; remoteUrl?: string | undefined; diskMb?: number | undefined },
+    options: {
+      initGit: boolean;
+      remoteUrl?: string | undefined;
+      gitCredential?: string | undefined;
+      diskMb?: number | undefined;
+    },
   ): Promise<CreatedWorkspace> {
     await checkHostDisk(this.#o.dataDir, this.#o.disk.minFreeMb);
     const project = this.project(projectId);
     await project.prepareVolume(options.diskMb);
-    return project.workspaces.create(workspaceId, options);
+    const git = this.#o.git ?? { policy: { allowLocal: false }, credentials: new GitCredentials() };
+    return project.workspaces.create(workspaceId, { ...options, git });
   }
 
   async deleteWorkspace(projectId: string, workspaceId: string): Promise<void> {

@@ -11,7 +11,7 @@ import { workspaceGid } from "../../../protocol/container-layout.js";
 import { DEFAULT_WORKSPACE_ID, WORKSPACE_ID_PATTERN } from "../../../protocol/ids.js";
 import type { WorkspaceReadResult } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "./errors.js";
-import { gitClone, gitInit } from "./git.js";
+import { gitClone, gitInit, type HostGitSettings } from "./git.js";
 import { claim, claimTree, type OwnershipMode, ownerOf } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
 import { workspaceIndex } from "./project-record.js";
@@ -94,7 +94,12 @@ export class Workspaces {
   /** Creates the workspace (idempotent: an existing one is left as it is, and `git` is null). */
   async create(
     workspaceId: string,
-    options: { initGit: boolean; remoteUrl?: string | undefined },
+    options: {
+      initGit: boolean;
+      remoteUrl?: string | undefined;
+      gitCredential?: string | undefined;
+      git: HostGitSettings;
+    },
   ): Promise<CreatedWorkspace> {
     const dir = this.#o.paths.workspace(workspaceId);
     const path = this.containerPath(workspaceId);
@@ -103,7 +108,7 @@ export class Workspaces {
     if (await this.exists(workspaceId)) return { path, git: null };
     let git: CreatedWorkspace["git"] = null;
     if (options.remoteUrl !== undefined) {
-      await gitClone(options.remoteUrl, dir);
+      await gitClone(options.remoteUrl, dir, options.git, options.gitCredential);
       git = "clone";
     } else {
       await mkdir(dir);

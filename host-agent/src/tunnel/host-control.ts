@@ -185,6 +185,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
         host.createWorkspace(p.project_id, p.workspace_id, {
           initGit: p.init_git,
           remoteUrl: p.remote_url,
+          gitCredential: p.git_credential,
           diskMb: p.disk_mb,
         }),
     ),

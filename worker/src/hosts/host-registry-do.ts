@@ -6,6 +6,7 @@ import { config, type Env } from "../env.js";
 import type { Result } from "../errors.js";
 import { createLog } from "../log.js";
 import { objects } from "../objects/keys.js";
+import type { WorkspaceSetup } from "../projects/project-config.js";
 import { type HostAttachment, hostAttachment } from "./host-attachment.js";
 import { type ConnectedHost, connectedHosts, hostTag } from "./host-channels.js";
 import { type HostListing, listHosts } from "./host-listing.js";
@@ -127,7 +128,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     sessionId: string;
     projectId: string;
     workspaceId: string;
-    workspace: { initGit: boolean; remoteUrl: string | null };
+    workspace: WorkspaceSetup;
     project: ProjectSpec;
     spec: SessionSpec;
   }): Promise<Result<void>> {

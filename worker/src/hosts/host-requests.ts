@@ -6,6 +6,7 @@ import type { SentResult } from "../../../protocol/rpc/method.js";
 import { type SessionSpec, TunnelMethods } from "../../../protocol/tunnel.js";
 import { fail, ok, type Result } from "../errors.js";
 import { errorMessage, type Log } from "../log.js";
+import { type WorkspaceSetup, workspaceGitParams } from "../projects/project-config.js";
 import { MethodTable } from "../rpc/method-table.js";
 import { hostAttachment } from "./host-attachment.js";
 import { trySend } from "./host-channels.js";
@@ -48,7 +49,7 @@ export class HostRequests {
     sessionId: string;
     projectId: string;
     workspaceId: string;
-    workspace: { initGit: boolean; remoteUrl: string | null };
+    workspace: WorkspaceSetup;
     project: ProjectSpec;
     spec: SessionSpec;
   }): Promise<Result<void>> {
@@ -66,8 +67,7 @@ export class HostRequests {
     const workspace = await pending.send(host.ws, TunnelMethods.workspaceCreate, {
       project_id: input.projectId,
       workspace_id: input.workspaceId,
-      init_git: input.workspace.initGit,
-      ...(input.workspace.remoteUrl ? { remote_url: input.workspace.remoteUrl } : {}),
+      ...workspaceGitParams(input.workspace),
       // A volume this makes is sized by the project's bound from the start.
       ...(input.project.limits.disk_mb !== undefined ? { disk_mb: input.project.limits.disk_mb } : {}),
     });

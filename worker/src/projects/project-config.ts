@@ -18,7 +18,7 @@ import {
 } from "../../../protocol/ids.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
-import { RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
+import { GitCredentialNameSchema, RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
 import { decodeRecord, type RecordFormat, type SameShape } from "../objects/stored-record.js";
 
 /**
@@ -171,7 +171,14 @@ export const ProjectConfigSchema = z.object({
     .describe("git init the default workspace (unless remote_url clones it)."),
   remote_url: RemoteUrlSchema.nullable()
     .default(null)
-    .describe("Clone the default workspace from this URL (the host clones it)."),
+    .describe(
+      "Clone the default workspace from this URL (the host clones it; https:// or ssh:// to a public address unless the host allows local remotes).",
+    ),
+  git_credential: GitCredentialNameSchema.nullable()
+    .default(null)
+    .describe(
+      "The host's git credential (by name, from its --git-credentials file) for the remote; the secret never leaves the host.",
+    ),
   approval_policy: ApprovalPolicySchema.default(DEFAULT_APPROVAL_POLICY).describe(APPROVAL_POLICY_HELP),
   approval_timeout_seconds: ApprovalTimeoutSchema.default(DEFAULT_APPROVAL_TIMEOUT_SECONDS).describe(
     "How long an approval request waits for an answer; no answer by then is a deny.",
@@ -254,11 +261,33 @@ export function sessionAgent(
   };
 }
 
+/** How a workspace begins on the host. */
+export interface WorkspaceSetup {
+  initGit: boolean;
+  remoteUrl: string | null;
+  /** The host's credential for the remote (by name). */
+  gitCredential: string | null;
+}
+
 /** How a workspace begins on the host: the default one as the project asks, the others empty. */
-export function workspaceSetup(
-  config: ProjectConfig,
-  workspaceId: string,
-): { initGit: boolean; remoteUrl: string | null } {
-  if (workspaceId !== DEFAULT_WORKSPACE) return { initGit: false, remoteUrl: null };
-  return { initGit: config.remote_url === null && config.init_git, remoteUrl: config.remote_url };
+export function workspaceSetup(config: ProjectConfig, workspaceId: string): WorkspaceSetup {
+  if (workspaceId !== DEFAULT_WORKSPACE) return { initGit: false, remoteUrl: null, gitCredential: null };
+  return {
+    initGit: config.remote_url === null && config.init_git,
+    remoteUrl: config.remote_url,
+    gitCredential: config.remote_url === null ? null : config.git_credential,
+  };
+}
+
+/** The git part of a `workspace_create` request for `setup`. */
+export function workspaceGitParams(setup: WorkspaceSetup): {
+  init_git: boolean;
+  remote_url?: string;
+  git_credential?: string;
+} {
+  return {
+    init_git: setup.initGit,
+    ...(setup.remoteUrl !== null ? { remote_url: setup.remoteUrl } : {}),
+    ...(setup.gitCredential !== null ? { git_credential: setup.gitCredential } : {}),
+  };
 }

@@ -4,6 +4,7 @@ import type { JsonValue } from "../../../protocol/json.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
+import type { WorkspaceSetup } from "../projects/project-config.js";
 import type { DroidKey } from "./droid-key.js";
 
 export type SessionAgentSpec = NonNullable<SessionSpec["agent"]>;
@@ -56,7 +57,7 @@ export interface CreateSessionInput {
   via: Via | null;
   /** How the project's host makes its container, and how this session's workspace begins there. */
   project: ProjectSpec;
-  workspace: { initGit: boolean; remoteUrl: string | null };
+  workspace: WorkspaceSetup;
   /** The agent to run, its model and the session's model budget (the project's max_cost_usd). */
   agent: SessionAgentSpec;
   /** The droid's key for Oubliette's tools (its environment), if it gets one. */

@@ -10,6 +10,7 @@ import {
   DEFAULT_WORKSPACE,
   ProjectIdSchema,
   projectSpec,
+  workspaceGitParams,
   workspaceSetup,
 } from "../projects/project-config.js";
 import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
@@ -39,8 +40,7 @@ export const containerTool = defineActionTool({
         const setup = workspaceSetup(config, DEFAULT_WORKSPACE);
         const workspace = {
           workspace_id: DEFAULT_WORKSPACE,
-          init_git: setup.initGit,
-          ...(setup.remoteUrl ? { remote_url: setup.remoteUrl } : {}),
+          ...workspaceGitParams(setup),
           ...(config.limits.disk_mb !== null ? { disk_mb: config.limits.disk_mb } : {}),
         };
         await onProjectHost(
