@@ -60,7 +60,9 @@ export const HostAgentConfigSchema = z.object({
   gitCredentials: z.string().min(1).optional(),
   /** Let the host's git reach http://, file:// and non-public addresses (see git/remote-policy.ts). */
   gitAllowLocalRemotes: z
-    .union([z.boolean(), z.enum(["1", "true", "0", "false", ""])])
+    .union([z.boolean(), z.enum(["1", "true", "0", "false", ""])], {
+      error: "OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES must be 1, true, 0 or false",
+    })
     .transform((v) => v === true || v === "1" || v === "true")
     .default(false),
   logLevel: z.enum(["trace", "debug", "info", "warn", "error"]).default("info"),

@@ -97,8 +97,8 @@ const program = new Command()
   .addOption(
     new Option(
       "--git-allow-local-remotes",
-      "let git reach http://, file:// and loopback or private addresses (default: public https:// and ssh:// only)",
-    ).env("OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES"),
+      "let git reach http://, file:// and loopback or private addresses (default: public https:// and ssh:// only; or OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES=1)",
+    ),
   )
   .addOption(
     new Option(
@@ -133,6 +133,8 @@ program.parse();
 const flags = program.opts<Record<string, unknown>>();
 const parsed = HostAgentConfigSchema.safeParse({
   ...flags,
+  // Read here, not by commander, which would take any value of the variable ("0" too) as yes.
+  gitAllowLocalRemotes: flags.gitAllowLocalRemotes ?? process.env.OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES,
   defaultAgentCommand: bundled("scripted-droid.mjs"),
   runnerCommand: bundled("container-client.mjs", "runner"),
 });

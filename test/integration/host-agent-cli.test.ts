@@ -3,7 +3,10 @@
  * token, each with a clear message and exit code (the agent is run as a real process).
  */
 import { spawn } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildAll, bundles } from "../../scripts/build.js";
 
@@ -58,6 +61,8 @@ it("prints its options with --help", async () => {
     "--image",
     "--agent-command",
     "--socket-dir",
+    "--git-credentials",
+    "--git-allow-local-remotes",
   ]) {
     expect(run.stdout).toContain(flag);
   }
@@ -69,6 +74,41 @@ it("exits 2 naming what is missing when the Worker URL and token are not given",
   expect(run.code).toBe(2);
   expect(run.stderr).toMatch(/--worker-url/);
   expect(run.stderr).toMatch(/--host-token/);
+});
+
+it("refuses an OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES it cannot read, rather than take it as yes", async () => {
+  const run = await runHostAgent(["--worker-url", refusingUrl, "--host-token", "x".repeat(20)], {
+    OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES: "yes please",
+  });
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain("OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES must be 1, true, 0 or false");
+});
+
+it("refuses a git credentials file it cannot use, naming the problem and never the secret", async () => {
+  const file = join(tmpdir(), `oub-git-creds-${process.pid}.json`);
+  writeFileSync(file, JSON.stringify({ "bad name!": { token: "s3cr3t-token-value" } }));
+  try {
+    const run = await runHostAgent(
+      [
+        "--worker-url",
+        refusingUrl,
+        "--host-token",
+        "x".repeat(20),
+        "--runtime",
+        "process",
+        "--agent-command",
+        '["node","-e","0"]',
+        "--git-credentials",
+        file,
+      ],
+      {},
+    );
+    expect(run.code).toBe(2);
+    expect(run.stdout).toMatch(/"level":"fatal".*invalid git credentials/);
+    expect(run.stdout + run.stderr).not.toContain("s3cr3t-token-value");
+  } finally {
+    rmSync(file, { force: true });
+  }
 });
 
 it("rejects a malformed --agent-command", async () => {
