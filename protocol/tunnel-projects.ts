@@ -36,7 +36,10 @@ export const RemoteUrlSchema = z
 /** The name of a git credential a host holds (its secret never leaves the host). */
 export const GitCredentialNameSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "a git credential name is 1-64 letters, digits, '_', '.' or '-'");
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
+    "a git credential name is 1-64 letters, digits, '_', '.' or '-'",
+  );
 
 /** `workspace_create`: a directory in the project's volume, optionally `git init` or `git clone`. */
 export const WorkspaceCreateParamsSchema = z.object({
