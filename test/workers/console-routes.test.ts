@@ -115,6 +115,19 @@ describe("the console", () => {
     expect(await me.json()).toEqual({ token_id: "admin", scopes: ["admin"] });
   });
 
+  it("describes a tool action's arguments from its definition, for the page's forms", async () => {
+    expect((await SELF.fetch(`${BASE}/console/api/schema/token/create`)).status).toBe(401);
+    const session = await signIn(ADMIN_TOKEN);
+    const schema = (await (await fetchAs(session.browser, "/console/api/schema/token/create")).json()) as {
+      properties: Record<string, unknown>;
+      required: string[];
+    };
+    expect(Object.keys(schema.properties).sort()).toEqual(["expires_in_hours", "name", "scope"]);
+    expect(schema.required).toEqual(expect.arrayContaining(["name", "scope"]));
+    expect((await fetchAs(session.browser, "/console/api/schema/token/nothing")).status).toBe(404);
+    expect((await fetchAs(session.browser, "/console/api/schema/nothing/create")).status).toBe(404);
+  });
+
   it("applies the same access check as MCP: a read-only person's mutation is forbidden", async () => {
     const session = await signIn(READER_TOKEN);
     const refused = await call(session, "project", { action: "create", name: "not-by-a-reader" });

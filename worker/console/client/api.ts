@@ -151,3 +151,23 @@ export async function fetchMe(): Promise<Principal | null> {
   if (!response.ok) throw await httpError(response);
   return parsePrincipal(await response.json());
 }
+
+/** The JSON Schema of one tool action's arguments (built from its definition on the server). */
+export async function actionSchema(tool: string, action: string): Promise<JsonRecord> {
+  let response: Response;
+  try {
+    response = await fetch(`/console/api/schema/${encodeURIComponent(tool)}/${encodeURIComponent(action)}`, {
+      credentials: "same-origin",
+    });
+  } catch {
+    throw new ApiError("network", "The console could not reach the server");
+  }
+  if (response.status === 401) {
+    signInEnded();
+    throw await httpError(response);
+  }
+  if (!response.ok) throw await httpError(response);
+  const body: unknown = await response.json().catch(() => null);
+  if (!isRecord(body)) throw new ApiError("bad_answer", "The server's answer was not a schema");
+  return body;
+}

@@ -11,6 +11,7 @@ import { csrfToken, endSignin, signedIn } from "../oauth/signin-session.js";
 import { objects } from "../objects/keys.js";
 import { callerTools } from "../tools/catalog.js";
 import { callTool, UnknownToolError } from "../tools/dispatch.js";
+import { toJsonSchema } from "../tools/json-schema.js";
 import { CSRF_HEADER, consoleCsrf, consoleCsrfMatches } from "./console-csrf.js";
 import { CONSOLE_PATH } from "./console-path.js";
 import { consoleShell } from "./shell.js";
@@ -115,6 +116,15 @@ consoleRoutes.post("/console/api/call", async (c) => {
     if (err instanceof UnknownToolError) return apiError(404, "unknown_tool", `no tool ${call.data.name}`);
     throw err;
   }
+});
+
+// The arguments of one tool action, as JSON Schema from its definition: the console builds its
+// forms from this, so a field added to a tool shows up in the form by itself.
+consoleRoutes.get("/console/api/schema/:tool/:action", (c) => {
+  const tool = callerTools.get(c.req.param("tool"));
+  const action = tool?.definition.actions[c.req.param("action")];
+  if (!tool || !action) return apiError(404, "not_found", "no such tool action");
+  return c.json(toJsonSchema(action.input));
 });
 
 consoleRoutes.get("/console/api/sessions/:id/events", async (c) => {

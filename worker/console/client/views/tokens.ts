@@ -1,9 +1,9 @@
 import { isAdmin } from "../access.js";
-import { callObject } from "../api.js";
+import { actionSchema, callObject } from "../api.js";
 import { h, replace, rowButton } from "../dom.js";
 import { errorSlot, guarded, messageOf } from "../errors.js";
 import { when } from "../format.js";
-import { type FieldSpec, fieldForm } from "../forms.js";
+import { fieldForm, fieldsFromJsonSchema } from "../forms.js";
 import { type JsonRecord, list, str, strings } from "../json.js";
 import { dataTable } from "../table.js";
 import { heading, type View } from "../view.js";
@@ -57,22 +57,6 @@ function parseGrant(r: JsonRecord): Grant | null {
     last_used_at: str(r, "last_used_at"),
   };
 }
-
-/** The arguments of `token create` (worker/src/tools/token-tool.ts); it has no `options` action to ask. */
-const CREATE_FIELDS: FieldSpec[] = [
-  { name: "name", kind: "text", required: true, description: "What the token is for." },
-  {
-    name: "scope",
-    kind: "text",
-    required: true,
-    description: "admin, admin:ro, project:<id> or project:<id>:ro.",
-  },
-  {
-    name: "expires_in_hours",
-    kind: "number",
-    description: "The token stops working after this long (empty: never).",
-  },
-];
 
 /** API tokens and OAuth grants (admin only): list, revoke, and create a token shown once. */
 export const tokensView: View = ({ root, scope }) => {
@@ -139,18 +123,25 @@ export const tokensView: View = ({ root, scope }) => {
   if (admin) {
     // `<output>` is a live region: the new secret is announced, and never shown again.
     const secret = h("output", { "aria-label": "New token", class: "secret" });
-    const form = fieldForm("New token", CREATE_FIELDS, "Create token", async (args) => {
-      const created = await callObject("token", { action: "create", ...args });
-      replace(
-        secret,
-        h("strong", {}, "Shown once: "),
-        "store this token now; it is not shown again.",
-        h("pre", {}, str(created, "token") ?? ""),
-      );
-      form.el.reset();
-      await load();
+    const place = h("div", {});
+    root.append(h("h2", {}, "New token"), place, secret);
+    // The form's fields come from `token create`'s own schema (the server's tool definition).
+    void guarded(errors, async () => {
+      const fields = fieldsFromJsonSchema(await actionSchema("token", "create"));
+      if (scope.disposed) return;
+      const form = fieldForm("New token", fields, "Create token", async (args) => {
+        const created = await callObject("token", { action: "create", ...args });
+        replace(
+          secret,
+          h("strong", {}, "Shown once: "),
+          "store this token now; it is not shown again.",
+          h("pre", {}, str(created, "token") ?? ""),
+        );
+        form.el.reset();
+        await load();
+      });
+      replace(place, form.el);
     });
-    root.append(h("h2", {}, "New token"), form.el, secret);
   }
   root.append(h("h2", {}, "OAuth grants"), grants.el);
   void load();
