@@ -87,6 +87,32 @@ export const WorkspaceReadResultSchema = z.union([
 ]);
 export type WorkspaceReadResult = z.infer<typeof WorkspaceReadResultSchema>;
 
+/** A branch name the product pushes: no option, no path tricks, nothing git would refuse. */
+export const GitBranchSchema = z
+  .string()
+  .regex(
+    /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock(\/|$))[A-Za-z0-9._/-]{1,200}(?<![/.])$/,
+    "a branch is 1-200 letters, digits, '.', '_', '-' or '/', not starting with '-' nor holding '..'",
+  );
+
+/**
+ * `workspace_push`: push a workspace's branch to the project's remote. The container bundles the
+ * branch, the host's own repository of the project takes the bundle and pushes from there, with
+ * the host's credential of that name (docs/git.md).
+ */
+export const WorkspacePushParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema,
+  branch: GitBranchSchema,
+  remote_url: RemoteUrlSchema,
+  git_credential: GitCredentialNameSchema.optional(),
+});
+export const WorkspacePushResultSchema = z.object({
+  branch: z.string(),
+  commit: z.string(),
+  outcome: z.enum(["created", "updated", "up_to_date"]),
+});
+
 /** `container_exec`: run an argv in the project's container (never through a shell on the host). */
 export const ContainerExecParamsSchema = z.object({
   project_id: ProjectIdSchema,
@@ -146,6 +172,10 @@ export const ProjectMethods = {
   workspaceRead: defineRequest("workspace_read", {
     params: WorkspaceReadParamsSchema,
     result: WorkspaceReadResultSchema,
+  }),
+  workspacePush: defineRequest("workspace_push", {
+    params: WorkspacePushParamsSchema,
+    result: WorkspacePushResultSchema,
   }),
   containerExec: defineRequest("container_exec", {
     params: ContainerExecParamsSchema,

@@ -61,6 +61,8 @@ export const TunnelFailureSchema = z.enum([
   "exec_failed",
   /** The project is at its disk bound: it starts nothing more until space is freed. */
   "disk_limit",
+  /** A remote refused what was sent (a push that is not a fast-forward, a protected branch). */
+  "rejected",
 ]);
 export type TunnelFailure = z.infer<typeof TunnelFailureSchema>;
 

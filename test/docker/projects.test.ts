@@ -11,6 +11,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -30,7 +31,9 @@ import { createLogger } from "../../lib/log.js";
 import { RpcPeer } from "../../lib/rpc/peer.js";
 import type { RpcError } from "../../protocol/rpc/errors.js";
 import { ensureDockerEngine } from "../../scripts/docker/engine.js";
+import { execAs } from "../support/docker-exec.js";
 import { FakeWorker } from "../support/fake-worker.js";
+import { GitServer, gitAsync } from "../support/git-server.js";
 
 const logger = createLogger({ name: "projects-test", level: process.env.OUBLIETTE_LOG_LEVEL ?? "silent" });
 const hostId = `projects-test-${process.pid}`;
@@ -114,9 +117,17 @@ async function containers(project: string): Promise<Dockerode.ContainerInfo[]> {
   return docker.listContainers({ all: true, filters: { label: [`${PROJECT_LABEL}=${project}`] } });
 }
 
+/** The host's git credential of the tests' git server (it must never reach a container). */
+const GIT_TOKEN = "glpat-test-0123456789-secret";
+let gitServer: GitServer;
+/** A second server: where a hostile `insteadOf` would send the push and its credential. */
+let decoy: GitServer;
+
 const node = (script: string, ...args: string[]) => ["node", "-e", script, ...args];
 
 beforeAll(async () => {
+  gitServer = await GitServer.start({ auth: { username: "x-access-token", token: GIT_TOKEN } });
+  decoy = await GitServer.start();
   const engine = await ensureDockerEngine({ install: true, log: () => {} });
   docker = engine.docker;
   // By id: another checkout on this engine may re-tag oubliette/droid:dev while we run.
@@ -139,7 +150,12 @@ beforeAll(async () => {
     timing: { heartbeatMs: 5_000, maxReconnectDelayMs: 1_000 },
     // The clone below is a file:// remote on this machine (test/integration/git-clone.test.ts
     // checks the default, which refuses it).
-    git: { policy: { allowLocal: true }, credentials: new GitCredentials() },
+    git: {
+      policy: { allowLocal: true },
+      credentials: new GitCredentials(
+        new Map([["test-forge", { token: GIT_TOKEN, username: "x-access-token" }]]),
+      ),
+    },
   });
   const peers = linkedPeers();
   registry = peers.registry;
@@ -149,6 +165,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const n of [1, 2, 3, 4]) await call("project_remove", { project_id: projectId(n) }).catch(() => {});
   await worker?.close();
+  await gitServer?.close();
+  await decoy?.close();
   for (const dir of [dataDir, socketDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
@@ -435,6 +453,141 @@ describe("workspaces on the host", () => {
     ).toBe("exec_failed");
     expect(existsSync(join(dataDir, "projects", P, "volume", "workspaces", "nowhere"))).toBe(false);
   });
+
+  /** workspace_push of workspace "push" of P to the test server's repository "pushed". */
+  const pushParams = (branch: string, credential: string | null = "test-forge") => ({
+    project_id: P,
+    workspace_id: "push",
+    branch,
+    remote_url: `${gitServer.url}/pushed.git`,
+    ...(credential !== null ? { git_credential: credential } : {}),
+  });
+
+  it("pushes a workspace's branch through the project's own repository: hostile repository settings run nothing on the host, and the credential never enters the container", async () => {
+    const url = gitServer.createRepo("pushed", { "README.md": "upstream\n" });
+    decoy.createRepo("pushed", { "README.md": "decoy\n" });
+    expect(
+      await call("workspace_create", {
+        project_id: P,
+        workspace_id: "push",
+        remote_url: url,
+        git_credential: "test-forge",
+      }),
+    ).toEqual({ path: "/workspace/push", git: "clone" });
+    const inWorkspace = (command: string[]) =>
+      call<{ exit_code: number; stdout: string; stderr: string }>("container_exec", {
+        project_id: P,
+        command,
+        cwd: "/workspace/push",
+      });
+    const gitIn = (...args: string[]) =>
+      inWorkspace(["git", "-c", "user.name=t", "-c", "user.email=t@t", ...args]);
+    expect((await gitIn("checkout", "-q", "-b", "feature/one")).exit_code).toBe(0);
+    expect((await inWorkspace(node("require('fs').writeFileSync('one.txt', 'one\\n')"))).exit_code).toBe(0);
+    expect((await gitIn("add", "-A")).exit_code).toBe(0);
+    expect((await gitIn("commit", "-q", "-m", "one")).exit_code).toBe(0);
+    const head = (await gitIn("rev-parse", "HEAD")).stdout.trim();
+    // What an agent could plant for the host's git to run: each would write a marker on the host.
+    const marker = join(tmpdir(), `oub-git-marker-${process.pid}-${Date.now()}`);
+    const hostile = {
+      "core.fsmonitor": `touch ${marker}-fsmonitor`,
+      "core.hooksPath": "/workspace/push/.hooks",
+      "core.sshCommand": `touch ${marker}-ssh`,
+      "core.pager": `touch ${marker}-pager`,
+      "credential.helper": `!touch ${marker}-credential`,
+      [`url.${decoy.url}/.insteadOf`]: `${gitServer.url}/`,
+      "include.path": "/workspace/push/.included",
+      "gpg.program": `touch ${marker}-gpg`,
+      "filter.evil.clean": `touch ${marker}-filter`,
+      "filter.evil.smudge": `touch ${marker}-filter`,
+      "diff.evil.textconv": `touch ${marker}-diff`,
+    };
+    for (const [key, value] of Object.entries(hostile))
+      expect((await gitIn("config", key, value)).exit_code).toBe(0);
+    const plant = `const fs = require('fs');
+      fs.mkdirSync('.hooks', { recursive: true });
+      for (const h of ['pre-push', 'reference-transaction', 'post-checkout', 'pre-commit']) {
+        fs.writeFileSync('.hooks/' + h, '#!/bin/sh\\ntouch ${marker}-hook-' + h + '\\n', { mode: 0o755 });
+        fs.writeFileSync('.git/hooks/' + h, '#!/bin/sh\\ntouch ${marker}-githook-' + h + '\\n', { mode: 0o755 });
+      }
+      fs.writeFileSync('.included', '[core]\\n\\tfsmonitor = touch ${marker}-included\\n');
+      fs.writeFileSync('.gitattributes', '* filter=evil diff=evil\\n');`;
+    expect((await inWorkspace(node(plant))).exit_code).toBe(0);
+
+    expect(await call("workspace_push", pushParams("feature/one"))).toEqual({
+      branch: "feature/one",
+      commit: head,
+      outcome: "created",
+    });
+    expect(gitServer.heads("pushed")["feature/one"]).toBe(head);
+    const markers = readdirSync(tmpdir()).filter((name) => name.startsWith(`oub-git-marker-${process.pid}`));
+    expect(markers).toEqual([]);
+    expect(decoy.seen).toEqual([]);
+
+    // The credential is nowhere in the container: its environment, the workspaces, the homes,
+    // anywhere on its filesystem (looked for as root).
+    const container = docker.getContainer((await containers(P))[0]?.Id ?? "");
+    expect(JSON.stringify((await container.inspect()).Config.Env)).not.toContain(GIT_TOKEN);
+    const basic = Buffer.from(`x-access-token:${GIT_TOKEN}`).toString("base64");
+    for (const needle of [GIT_TOKEN, basic]) {
+      const grep = await execAs(container, "0", [
+        "grep",
+        "-r",
+        "-l",
+        "-s",
+        "-F",
+        needle,
+        "/workspace",
+        "/home",
+        "/tmp",
+        "/etc",
+      ]);
+      expect(grep.out.trim(), `found in ${grep.out}`).toBe("");
+      expect(grep.code).not.toBe(0);
+    }
+
+    // Pushed again unchanged: already there. A branch the workspace does not have: not found.
+    expect(await call("workspace_push", pushParams("feature/one"))).toMatchObject({ outcome: "up_to_date" });
+    expect(await refusal("workspace_push", pushParams("feature/none"))).toBe("not_found");
+    // Without the credential the server refuses; an unknown credential is refused before git runs.
+    expect(await refusal("workspace_push", pushParams("feature/one", null))).toBe("exec_failed");
+    expect(await refusal("workspace_push", pushParams("feature/one", "nobody"))).toBe("invalid");
+  }, 120_000);
+
+  it("refuses a push the remote does not take as a fast-forward, saying so", async () => {
+    const url = `${gitServer.url}/pushed.git`;
+    // Someone else moves the remote's branch on.
+    const other = join(tmpdir(), `oub-git-other-${process.pid}`);
+    const auth = `http.extraHeader=Authorization: Basic ${Buffer.from(`x-access-token:${GIT_TOKEN}`).toString("base64")}`;
+    await gitAsync(tmpdir(), "-c", auth, "clone", "-q", "--branch", "feature/one", url, other);
+    writeFileSync(join(other, "theirs.txt"), "theirs\n");
+    await gitAsync(other, "add", "-A");
+    await gitAsync(other, "commit", "-q", "-m", "theirs");
+    await gitAsync(other, "-c", auth, "push", "-q", "origin", "feature/one");
+    rmSync(other, { recursive: true, force: true });
+    const gitIn = (...args: string[]) =>
+      call<{ exit_code: number }>("container_exec", {
+        project_id: P,
+        command: [
+          "git",
+          "-c",
+          "user.name=t",
+          "-c",
+          "user.email=t@t",
+          "-c",
+          "core.hooksPath=/dev/null",
+          ...args,
+        ],
+        cwd: "/workspace/push",
+      });
+    expect((await gitIn("commit", "-q", "--allow-empty", "-m", "ours")).exit_code).toBe(0);
+    const error = await call("workspace_push", pushParams("feature/one")).then(
+      () => null,
+      (err: RpcError) => err,
+    );
+    expect(error?.reason).toBe("rejected");
+    expect(error?.message).toMatch(/the remote refused the push of feature\/one/);
+  }, 120_000);
 
   it("reads inside a workspace only: no '..', no absolute path, no symlink out", async () => {
     const ws = join(dataDir, "projects", P, "volume", "workspaces", "default");

@@ -4,7 +4,7 @@
  * and records every request's method, path and Authorization header (so a test can prove where a
  * credential went, and where it did not). Repositories live under a scratch directory.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,6 +30,23 @@ export const TEST_GIT_ENV = {
   GIT_TERMINAL_PROMPT: "0",
 };
 
+/**
+ * git as a test runs it against this server: asynchronous, since the server answers in the same
+ * process (a synchronous git would block the very event loop that must answer it).
+ */
+export function gitAsync(cwd: string, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "git",
+      ["-c", "user.name=test", "-c", "user.email=test@example.com", ...args],
+      { cwd, env: TEST_GIT_ENV, encoding: "utf8" },
+      (error, stdout, stderr) =>
+        error ? reject(new Error(`git ${args.join(" ")}: ${stderr}`)) : resolve(stdout),
+    );
+  });
+}
+
+/** git for local work that talks to no server of this process (seeding repositories). */
 export function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.com", ...args], {
     cwd,
@@ -113,8 +130,10 @@ export class GitServer {
   }
 
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    // Keep-alive connections would hold close() open: end them with it.
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
+    await closed;
     rmSync(this.root, { recursive: true, force: true });
   }
 }

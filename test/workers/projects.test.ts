@@ -157,6 +157,33 @@ describe("project", () => {
     });
   });
 
+  it("workspace push sends the project's remote and credential name to its host, and needs a remote", async () => {
+    const bare = await createProject();
+    const refused = await call("workspace", { action: "push", project_id: bare, branch: "feature/x" });
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toContain("has no remote_url");
+    const projectId = await createProject({
+      remote_url: "https://forge.example/acme/app.git",
+      git_credential: "forge-acme",
+    });
+    await call("session", { action: "spawn", project_id: projectId });
+    const badBranch = await call("workspace", { action: "push", project_id: projectId, branch: "--force" });
+    expect(badBranch.isError).toBe(true);
+    expect(badBranch.content[0]?.text).toContain("branch");
+    await call("workspace", { action: "push", project_id: projectId, branch: "feature/x" });
+    const sent = host.socket
+      .requests(TunnelMethod.workspacePush)
+      .map((r) => r.params as Record<string, unknown>)
+      .find((p) => p.project_id === projectId);
+    expect(sent).toEqual({
+      project_id: projectId,
+      workspace_id: "default",
+      branch: "feature/x",
+      remote_url: "https://forge.example/acme/app.git",
+      git_credential: "forge-acme",
+    });
+  });
+
   it("config_limits returns the project's limits", async () => {
     const projectId = await createProject({ limits: { max_recursion_depth: 1, max_cost_usd: 5 } });
     const limits = await call("config_limits", { project_id: projectId });

@@ -5,16 +5,12 @@
  * git/git-env.ts. A remote is checked against the host's policy before git runs
  * (git/remote-policy.ts); a credential is given to that run and that remote only.
  */
-import { execFile } from "node:child_process";
 import type { GitCredentials } from "../git/git-credentials.js";
-import { closedGitEnv, type GitRunSettings } from "../git/git-env.js";
+import { runGit } from "../git/git-run.js";
 import { checkRemote, type RemotePolicy } from "../git/remote-policy.js";
-import { HostError } from "./errors.js";
 
 const INIT_TIMEOUT_MS = 15_000;
 const CLONE_TIMEOUT_MS = 120_000;
-/** How much of git's complaint an error message carries. */
-const MAX_STDERR = 2_000;
 
 /** What the host's git may reach, and with which credentials. */
 export interface HostGitSettings {
@@ -22,37 +18,9 @@ export interface HostGitSettings {
   credentials: GitCredentials;
 }
 
-function run(args: string[], timeoutMs: number, settings: GitRunSettings): Promise<void> {
-  const env = closedGitEnv(settings);
-  return new Promise((resolve, reject) => {
-    execFile(
-      "git",
-      args,
-      { env, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 1024 * 1024, shell: false },
-      (error, _stdout, stderr) => {
-        if (!error) return resolve();
-        const why =
-          (error as NodeJS.ErrnoException).code === "ENOENT"
-            ? "git is not installed on this host"
-            : String(stderr).trim().slice(-MAX_STDERR) || error.message;
-        const timedOut = error.killed === true;
-        reject(
-          new HostError(
-            "exec_failed",
-            timedOut
-              ? `git ${args[0]} took longer than ${timeoutMs / 1000} s`
-              : `git ${args[0]} failed: ${why}`,
-            { cause: error },
-          ),
-        );
-      },
-    );
-  });
-}
-
 /** `git init` in an existing directory. */
 export function gitInit(dir: string): Promise<void> {
-  return run(["init", "--quiet", "--", dir], INIT_TIMEOUT_MS, { protocols: [] });
+  return runGit(["init", "--quiet", "--", dir], INIT_TIMEOUT_MS, { protocols: [] }).then(() => {});
 }
 
 /**
@@ -67,7 +35,7 @@ export async function gitClone(
 ): Promise<void> {
   const remote = await checkRemote(url, git.policy);
   const config = credential === undefined ? [] : git.credentials.configFor(credential, remote);
-  await run(["clone", "--quiet", "--no-local", "--", url, dir], CLONE_TIMEOUT_MS, {
+  await runGit(["clone", "--quiet", "--no-local", "--", url, dir], CLONE_TIMEOUT_MS, {
     protocols: [remote.protocol],
     config,
   });

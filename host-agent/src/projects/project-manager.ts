@@ -22,6 +22,8 @@ import type {
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { checkHostDisk } from "../disk/host-disk.js";
 import { GitCredentials } from "../git/git-credentials.js";
+import { ProjectRepo, type PushResult } from "../git/project-repo.js";
+import { pushWorkspace } from "../git/workspace-push.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime } from "../runtime/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
@@ -54,6 +56,12 @@ export interface ProjectManagerOptions {
   /** What the host's git may reach and with which credentials (default: public https/ssh, none). */
   git?: HostGitSettings;
 }
+
+/** Without settings: public https:// and ssh:// remotes, no credentials. */
+const DEFAULT_HOST_GIT: HostGitSettings = {
+  policy: { allowLocal: false },
+  credentials: new GitCredentials(),
+};
 
 /** Most project directories `host_hello` reports. */
 const MAX_REPORTED_PROJECTS = 10_000;
@@ -154,8 +162,7 @@ export class ProjectManager {
     await checkHostDisk(this.#o.dataDir, this.#o.disk.minFreeMb);
     const project = this.project(projectId);
     await project.prepareVolume(options.diskMb);
-    const git = this.#o.git ?? { policy: { allowLocal: false }, credentials: new GitCredentials() };
-    return project.workspaces.create(workspaceId, { ...options, git });
+    return project.workspaces.create(workspaceId, { ...options, git: this.#o.git ?? DEFAULT_HOST_GIT });
   }
 
   async deleteWorkspace(projectId: string, workspaceId: string): Promise<void> {
@@ -169,6 +176,26 @@ export class ProjectManager {
     if (project.usesWorkspace(workspaceId))
       throw new HostError("busy", `a running session works in workspace ${workspaceId}; stop it first`);
     await project.workspaces.delete(workspaceId);
+  }
+
+  /** Pushes a workspace's branch to a remote, through the project's own repository here (docs/git.md). */
+  async pushWorkspace(
+    projectId: string,
+    workspaceId: string,
+    push: { branch: string; remoteUrl: string; credential?: string | undefined },
+  ): Promise<PushResult> {
+    const project = this.#existing(projectId);
+    if (!(await project.workspaces.exists(workspaceId)))
+      throw new HostError("not_found", `project ${projectId} has no workspace ${workspaceId} here`);
+    const paths = new ProjectPaths(this.#o.dataDir, this.#o.socketRoot, projectId);
+    const git = this.#o.git ?? DEFAULT_HOST_GIT;
+    return pushWorkspace(project, new ProjectRepo(paths.repo, git), paths.incoming, {
+      projectId,
+      workspacePath: project.workspaces.containerPath(workspaceId),
+      branch: push.branch,
+      remoteUrl: push.remoteUrl,
+      credential: push.credential,
+    });
   }
 
   readWorkspace(

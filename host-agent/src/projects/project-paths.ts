@@ -20,6 +20,10 @@ export class ProjectPaths {
   readonly socketDir: string;
   /** Where the workspaces were before volumes (moved into the volume on first use). */
   readonly legacyWorkspaces: string;
+  /** The project's own bare repository (host-owned, outside the volume: docs/git.md). */
+  readonly repo: string;
+  /** Bundles on their way from a workspace into the repository. */
+  readonly incoming: string;
 
   constructor(dataDir: string, socketRoot: string, projectId: string) {
     this.root = join(projectsDir(dataDir), projectId);
@@ -30,6 +34,8 @@ export class ProjectPaths {
     this.homes = join(this.volume, "homes");
     this.socketDir = join(socketRoot, projectId);
     this.legacyWorkspaces = join(this.root, "workspaces");
+    this.repo = join(this.root, "git", "repo.git");
+    this.incoming = join(this.root, "git", "incoming");
   }
 
   workspace(workspaceId: string): string {

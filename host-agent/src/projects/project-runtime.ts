@@ -25,7 +25,7 @@ import type { DiskSettings } from "../disk/disk-settings.js";
 import { DiskWatch, mib } from "../disk/disk-watch.js";
 import { ProjectVolume, type VolumeUsage } from "../disk/project-volume.js";
 import type { ModelProxy } from "../models/model-proxy.js";
-import type { AdoptedProject, AgentRuntime, ExecIdentity, Workload } from "../runtime/types.js";
+import type { AdoptedProject, AgentRuntime, ExecIdentity, StdoutSink, Workload } from "../runtime/types.js";
 import { RunnerLink } from "../sessions/runner-link.js";
 import { SessionRuntime } from "../sessions/session-runtime.js";
 import type { ContainerHandlers } from "../socket/index.js";
@@ -271,13 +271,20 @@ export class ProjectRuntime {
     if (this.#box) await this.#closeBox(this.#box);
   }
 
-  /** A user's command in the container, as the exec identity (every workspace's group, no secrets). */
-  async exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult> {
+  /**
+   * A user's command in the container, as the exec identity (every workspace's group, no
+   * secrets); with `stdout`, its output goes there as bytes (see StdoutSink).
+   */
+  async exec(
+    params: ContainerExecParams,
+    signal?: AbortSignal,
+    stdout?: StdoutSink,
+  ): Promise<ContainerExecResult> {
     const box = this.#running();
     const identity: ExecIdentity | undefined = this.#o.runtime.separatesSessions
       ? { uid: Identities.execUid, gid: Identities.projectGid, groups: await this.workspaces.gids() }
       : undefined;
-    return (box.workload as Workload).exec(params, signal, identity);
+    return (box.workload as Workload).exec(params, signal, identity, stdout);
   }
 
   async logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {

@@ -15,6 +15,7 @@ import type { ContainerExecParams, ContainerExecResult } from "../../../protocol
 import { HostError } from "../projects/errors.js";
 import { dockerStatusCode, errorMessage } from "./errors.js";
 import { fitOutput, OutputCollector } from "./output-budget.js";
+import type { StdoutSink } from "./types.js";
 
 /** Where a command runs when the caller names no directory. */
 export const DEFAULT_EXEC_CWD = "/workspace";
@@ -33,6 +34,7 @@ export async function dockerExec(
   params: ContainerExecParams,
   logger: Logger,
   signal?: AbortSignal,
+  stdout?: StdoutSink,
 ): Promise<ContainerExecResult> {
   const startedAt = Date.now();
   let exec: Dockerode.Exec;
@@ -55,7 +57,8 @@ export async function dockerExec(
   const sink = (stream: "stdout" | "stderr") =>
     new Writable({
       write(chunk: Buffer, _encoding, done) {
-        output.push(stream, chunk);
+        if (stream === "stdout" && stdout) stdout(chunk);
+        else output.push(stream, chunk);
         done();
       },
     });

@@ -9,6 +9,7 @@ import type { ContainerExecParams, ContainerExecResult } from "../../../protocol
 import { HostError } from "../projects/errors.js";
 import { DEFAULT_EXEC_CWD } from "./docker-exec.js";
 import { fitOutput, OutputCollector } from "./output-budget.js";
+import type { StdoutSink } from "./types.js";
 
 /** The host directory a container path under /workspace stands for; HostError("invalid") otherwise. */
 export function mapWorkspacePath(containerPath: string, workspacesDir: string): string {
@@ -25,6 +26,7 @@ export async function processExec(
   workspacesDir: string,
   env: Record<string, string>,
   signal?: AbortSignal,
+  stdout?: StdoutSink,
 ): Promise<ContainerExecResult> {
   const startedAt = Date.now();
   const cwd = mapWorkspacePath(params.cwd ?? DEFAULT_EXEC_CWD, workspacesDir);
@@ -38,7 +40,7 @@ export async function processExec(
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  child.stdout.on("data", (chunk: Buffer) => output.push("stdout", chunk));
+  child.stdout.on("data", (chunk: Buffer) => (stdout ? stdout(chunk) : output.push("stdout", chunk)));
   child.stderr.on("data", (chunk: Buffer) => output.push("stderr", chunk));
   const kill = () => {
     try {

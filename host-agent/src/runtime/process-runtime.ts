@@ -105,7 +105,8 @@ export class ProcessRuntime implements AgentRuntime {
         stopping ??= this.#stop(child, exited, reason, logger);
         return stopping;
       },
-      exec: (params, signal) => processExec(params, spec.workspacesDir, baseEnv(), signal),
+      exec: (params, signal, _identity, stdout) =>
+        processExec(params, spec.workspacesDir, baseEnv(), signal, stdout),
       logs: async (params) => ({ lines: ring.read(params.tail, params.since), truncated: false }),
     };
   }

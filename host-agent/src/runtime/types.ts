@@ -61,10 +61,17 @@ export interface Workload {
     params: ContainerExecParams,
     signal?: AbortSignal,
     identity?: ExecIdentity,
+    stdout?: StdoutSink,
   ): Promise<ContainerExecResult>;
   /** Its output, both streams, newest lines last. */
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult>;
 }
+
+/**
+ * Takes a command's stdout as it comes, bytes unchanged and uncapped by the exec's output limit
+ * (the answer's `stdout` is then empty): for binary output such as a git bundle. The sink bounds it.
+ */
+export type StdoutSink = (chunk: Buffer) => void;
 
 /** Who a user's command runs as in a container: never the runner, never a session. */
 export interface ExecIdentity {

@@ -29,6 +29,7 @@ export type HostTarget = Pick<
   | "createWorkspace"
   | "deleteWorkspace"
   | "readWorkspace"
+  | "pushWorkspace"
   | "exec"
   | "logs"
 >;
@@ -205,6 +206,18 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     guard(
       (p) => `could not read ${p.path} in workspace ${p.workspace_id} of ${p.project_id}`,
       (p) => host.readWorkspace(p.project_id, p.workspace_id, p.path, p.kind, p.max_bytes),
+    ),
+  );
+  peer.handle(
+    TunnelMethods.workspacePush,
+    guard(
+      (p) => `could not push ${p.branch} of workspace ${p.workspace_id} of ${p.project_id}`,
+      (p) =>
+        host.pushWorkspace(p.project_id, p.workspace_id, {
+          branch: p.branch,
+          remoteUrl: p.remote_url,
+          credential: p.git_credential,
+        }),
     ),
   );
   peer.handle(

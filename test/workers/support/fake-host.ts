@@ -55,6 +55,7 @@ const PROJECT_METHODS = new Set<string>([
   TunnelMethod.projectRefresh,
   TunnelMethod.workspaceDelete,
   TunnelMethod.workspaceRead,
+  TunnelMethod.workspacePush,
   TunnelMethod.containerExec,
   TunnelMethod.containerLogs,
 ]);

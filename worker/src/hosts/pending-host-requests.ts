@@ -127,6 +127,7 @@ const HOST_REASONS: Record<string, ErrorCode> = {
   not_running: "not_running",
   unsupported: "unsupported",
   image_not_found: "image_not_found",
+  rejected: "conflict",
 };
 
 /** A host's error answer as a typed failure (see HOST_REASONS). */

@@ -1,5 +1,10 @@
 import { z } from "zod";
-import { MAX_WORKSPACE_READ_BYTES, WorkspaceReadResultSchema } from "../../../protocol/tunnel-projects.js";
+import {
+  GitBranchSchema,
+  MAX_WORKSPACE_READ_BYTES,
+  WorkspacePushResultSchema,
+  WorkspaceReadResultSchema,
+} from "../../../protocol/tunnel-projects.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
@@ -7,6 +12,9 @@ import { DEFAULT_WORKSPACE, ProjectIdSchema, WorkspaceIdSchema } from "../projec
 import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
+
+/** A branch to push (the host checks it again). */
+const BranchSchema = GitBranchSchema.describe("The branch to push (the same name on the remote).");
 
 /** A path inside a workspace, relative to it (the host checks it cannot leave the workspace). */
 const WorkspacePathSchema = z
@@ -94,6 +102,42 @@ export const workspaceTool = defineActionTool({
         if (!("content" in file))
           throw new AppError("invalid_arguments", `${args.path} is a directory; list it`);
         return { workspace_id: args.workspace_id, path: args.path, ...file };
+      },
+    }),
+    push: action({
+      description:
+        "Push a branch of a workspace to the project's remote (remote_url), with the project's git_credential. " +
+        "The container bundles the branch; the host's own repository of the project takes it and pushes from there, " +
+        "so neither the credential nor the host's git ever meets the workspace.",
+      access: "write",
+      target: "project",
+      timing: "async_short",
+      example: { project_id: EXAMPLE_PROJECT, workspace_id: "default", branch: "oubliette/fix-tests" },
+      input: z.object({
+        project_id: ProjectIdSchema,
+        workspace_id: WorkspaceIdSchema.default(DEFAULT_WORKSPACE),
+        branch: BranchSchema,
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const info = unwrap(await objects.project(ctx.env, args.project_id).info());
+        if (info.remote_url === null)
+          throw new AppError("invalid_arguments", `project ${args.project_id} has no remote_url to push to`);
+        ctx.auditTarget(`${args.project_id} ${args.workspace_id} ${args.branch}`);
+        const pushed = await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.workspacePush,
+          {
+            workspace_id: args.workspace_id,
+            branch: args.branch,
+            remote_url: info.remote_url,
+            ...(info.git_credential !== null ? { git_credential: info.git_credential } : {}),
+          },
+          WorkspacePushResultSchema,
+          { signal: ctx.signal },
+        );
+        return { ...pushed, remote_url: info.remote_url };
       },
     }),
     delete: action({
