@@ -27,6 +27,7 @@ import type { PreparedLaunch } from "./agent-launch.js";
 import { type AgentExit, AgentProcess } from "./agent-process.js";
 import type { ApprovalAsks } from "./approval-asks.js";
 import { EventBuffer } from "./event-buffer.js";
+import { describeExit, ordinal } from "./exit-words.js";
 import { oomKills } from "./oom-kills.js";
 import { refuseHazards } from "./workspace-hazards.js";
 
@@ -306,11 +307,11 @@ export class AgentSlot {
     }
     const now = Date.now();
     this.#restarts = this.#restarts.filter((at) => now - at < this.#policy.windowMs);
-    const how = await this.#describe(exit);
+    const how = await describeExit(exit, this.#oomBaseline);
     this.#failOpenTurns(how);
     if (this.#restarts.length >= this.#policy.max) {
       const message =
-        `the agent ${how} — its ${this.#restarts.length + 1}${ordinal(this.#restarts.length + 1)} unexpected end within ` +
+        `the agent ${how} — its ${ordinal(this.#restarts.length + 1)} unexpected end within ` +
         `${Math.round(this.#policy.windowMs / 1000)} s; it is not started again${this.#stderrNote()}`;
       this.#finish(exit, { type: "droid_status", status: "failed", exit_code: exit.exitCode, message });
       return;
@@ -347,18 +348,6 @@ export class AgentSlot {
           message: `the agent could not be started again: ${err.message}`,
         });
     });
-  }
-
-  /** How the agent ended, in words (the kernel's OOM kill said as such). */
-  async #describe(exit: AgentExit): Promise<string> {
-    if (exit.signal === "SIGKILL") {
-      const kills = await oomKills();
-      if (kills !== null && this.#oomBaseline !== null && kills > this.#oomBaseline)
-        return "was killed by the kernel for want of memory (out of memory: raise the project's limits.memory_mb)";
-    }
-    return exit.signal !== null
-      ? `was killed by ${exit.signal}`
-      : `exited with code ${exit.exitCode ?? "unknown"}`;
   }
 
   /** Every turn the dead process was in ends as failed, saying so. */
@@ -402,16 +391,6 @@ export class AgentSlot {
     }
     return fresh.at(-1)?.seq ?? 0;
   }
-}
-
-function ordinal(n: number): string {
-  return n % 10 === 1 && n % 100 !== 11
-    ? "st"
-    : n % 10 === 2 && n % 100 !== 12
-      ? "nd"
-      : n % 10 === 3 && n % 100 !== 13
-        ? "rd"
-        : "th";
 }
 
 function ended(message: string): RpcError {
