@@ -92,6 +92,7 @@ describe("method descriptors", () => {
       workspaceCreate: "workspace_create",
       workspaceDelete: "workspace_delete",
       workspaceRead: "workspace_read",
+      workspacePush: "workspace_push",
       containerExec: "container_exec",
       containerLogs: "container_logs",
       sessionHello: "session_hello",
