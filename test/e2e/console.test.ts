@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import Dockerode from "dockerode";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import WebSocket from "ws";
 import type { ApprovalPolicy } from "../../protocol/approvals.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { launchBrowser } from "../support/browser.js";
@@ -452,6 +453,69 @@ describe("signed in as an admin", () => {
     });
     expect(placed.host_id).toBe(otherHost.hostId);
   }, 180_000);
+
+  it("cancels a running job from the page: its command is killed", async () => {
+    const project = await newProject();
+    await caller.ok("container", { action: "start", project_id: project });
+    // A long exec becomes a job; its call answers later (with the job's id, or its outcome).
+    const call = caller.call("container", { action: "exec", project_id: project, command: ["sleep", "300"] });
+    let jobId = "";
+    await expect
+      .poll(
+        async () => {
+          const jobs = await caller.ok<{ jobs: { job_id: string; status: string }[] }>("job", {
+            action: "list",
+            project_id: project,
+            status: "running",
+          });
+          jobId = jobs.jobs[0]?.job_id ?? "";
+          return jobId;
+        },
+        { timeout: 30_000 },
+      )
+      .not.toBe("");
+    await admin.getByRole("link", { name: "Jobs" }).click();
+    await admin.getByRole("button", { name: `Cancel ${jobId}` }).click({ timeout: 15_000 });
+    await expect
+      .poll(
+        async () => (await caller.ok<{ status: string }>("job", { action: "get", job_id: jobId })).status,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe("cancelled");
+    await call;
+  }, 120_000);
+
+  it("revokes a host from the page: its token is refused and it is cut off", async () => {
+    const hostId = `console-revoked-${crypto.randomUUID().slice(0, 6)}`;
+    const { token } = await caller.ok<{ token: string }>("host", { action: "enrol", host_id: hostId });
+    await stack.addHost({ runtime: "process", hostId, hostToken: token });
+    await admin.getByRole("link", { name: "Hosts" }).click();
+    await admin.getByRole("table", { name: "Hosts" }).getByText(hostId).waitFor({ timeout: 20_000 });
+    await admin.getByRole("button", { name: `Revoke ${hostId}` }).click();
+    await expect
+      .poll(
+        async () => {
+          const hosts = await caller.ok<{ hosts: { host_id: string; connected: boolean }[] }>("host", {
+            action: "list",
+          });
+          return hosts.hosts.find((h) => h.host_id === hostId)?.connected ?? false;
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(false);
+    // Its token no longer opens the tunnel.
+    const url = new URL(`/v1/tunnel/host?host_id=${hostId}`, stack.url.replace("http", "ws"));
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+    const status = await new Promise<number>((resolve) => {
+      ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once("open", () => resolve(101));
+      ws.once("error", () => resolve(0));
+    });
+    ws.terminate();
+    expect(status).toBe(401);
+  }, 90_000);
 });
 
 describe("a read-only person", () => {
