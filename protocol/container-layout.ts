@@ -104,3 +104,20 @@ export const CONTAINER_GIT_ENV: Readonly<Record<string, string>> = {
   GIT_CONFIG_KEY_0: "safe.directory",
   GIT_CONFIG_VALUE_0: "*",
 };
+
+/** The transport of `git-remote-oubliette`: a URL `oubliette::<remote>` is served by the host. */
+export const GIT_REMOTE_HELPER = "oubliette";
+
+/**
+ * A session's git environment: the one above and, when the project has a remote, that remote
+ * sent through `git-remote-oubliette` (the host pushes for the container, which has no network).
+ */
+export function sessionGitEnv(remoteUrl: string | undefined): Record<string, string> {
+  if (remoteUrl === undefined) return { ...CONTAINER_GIT_ENV };
+  return {
+    ...CONTAINER_GIT_ENV,
+    GIT_CONFIG_COUNT: "2",
+    GIT_CONFIG_KEY_1: `url.${GIT_REMOTE_HELPER}::${remoteUrl}.insteadOf`,
+    GIT_CONFIG_VALUE_1: remoteUrl,
+  };
+}

@@ -136,6 +136,26 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     limit_mb: z.number().int(),
     message: z.string(),
   }),
+  /** A branch of the session's workspace was pushed to the project's remote (by its agent, or with `workspace push`). */
+  z.object({
+    ...base,
+    type: z.literal("git_pushed"),
+    branch: z.string(),
+    commit: z.string(),
+    outcome: z.enum(["created", "updated", "up_to_date"]),
+    remote_url: z.string(),
+    by: z.enum(["agent", "caller"]),
+  }),
+  /** A pull (merge) request was opened for a branch of the session's workspace (`workspace pull_request`). */
+  z.object({
+    ...base,
+    type: z.literal("pull_request_opened"),
+    url: z.string(),
+    number: z.number().int(),
+    head: z.string(),
+    base: z.string(),
+    title: z.string(),
+  }),
   /** A job this session's droid started, or one acting on this session (see job-events.ts). */
   ...JobEventBodySchemas.map((schema) => schema.extend(base)),
 ]);
@@ -171,3 +191,11 @@ export function loggerFor(event: SessionEvent): string {
   if (isApprovalEvent(event)) return McpLogger.approval;
   return isJobEventType(event.type) ? McpLogger.job : McpLogger.session;
 }
+
+/** The git events a workspace action reports to the sessions working in it. */
+export type GitEvent =
+  Extract<SessionEvent, { type: "git_pushed" | "pull_request_opened" }> extends infer E
+    ? E extends SessionEvent
+      ? Omit<E, "session_id" | "index" | "ts">
+      : never
+    : never;

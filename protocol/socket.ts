@@ -18,6 +18,12 @@ import {
   SessionMessageResultSchema,
 } from "./oubliette-tools.js";
 import { defineNotification, defineRequest, EmptyResultSchema, methodNames } from "./rpc/method.js";
+import {
+  GitListParamsSchema,
+  GitListResultSchema,
+  GitPushParamsSchema,
+  GitPushResultSchema,
+} from "./tunnel-git.js";
 
 /**
  * The container sockets: JSON-RPC 2.0 (`protocol/rpc/messages.ts`), one message per line (UTF-8,
@@ -260,6 +266,9 @@ export const SocketMethods = {
     params: SessionEventsReadParamsSchema,
     result: SessionEventsReadResultSchema,
   }),
+  /** git-remote-oubliette → host-agent: the project remote's branches, and a push there (docs/git.md). */
+  gitList: defineRequest("git_list", { params: GitListParamsSchema, result: GitListResultSchema }),
+  gitPush: defineRequest("git_push", { params: GitPushParamsSchema, result: GitPushResultSchema }),
   /** host-agent → client notification: the key's tools may have changed; list them again. */
   oublietteToolsChanged: defineNotification("oubliette_tools_changed", {
     params: OublietteToolsChangedParamsSchema,

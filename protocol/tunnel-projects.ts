@@ -41,6 +41,14 @@ export const GitCredentialNameSchema = z
     "a git credential name is 1-64 letters, digits, '_', '.' or '-'",
   );
 
+/** A branch name the product pushes: no option, no path tricks, nothing git would refuse. */
+export const GitBranchSchema = z
+  .string()
+  .regex(
+    /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock(\/|$))[A-Za-z0-9._/-]{1,200}(?<![/.])$/,
+    "a branch is 1-200 letters, digits, '.', '_', '-' or '/', not starting with '-' nor holding '..'",
+  );
+
 /** `workspace_create`: a directory in the project's volume, optionally `git init` or `git clone`. */
 export const WorkspaceCreateParamsSchema = z.object({
   project_id: ProjectIdSchema,
@@ -51,11 +59,20 @@ export const WorkspaceCreateParamsSchema = z.object({
   git_credential: GitCredentialNameSchema.optional(),
   /** The project's disk bound (MiB), for a volume made by this request; the host's default when absent. */
   disk_mb: z.number().int().min(64).max(16_777_216).optional(),
+  /** A branch to start in a workspace this request makes (from the remote's `base`). */
+  branch: z
+    .object({
+      name: GitBranchSchema,
+      base: GitBranchSchema.optional(),
+    })
+    .optional(),
 });
 export const WorkspaceCreateResultSchema = z.object({
   /** The workspace's path inside the container. */
   path: z.string(),
   git: z.enum(["init", "clone"]).nullable(),
+  /** The branch it was started on and the commit it started from (only when this request made it). */
+  branch: z.object({ name: z.string(), base_commit: z.string().nullable() }).optional(),
 });
 
 /** `workspace_delete`: remove a workspace (never `default`, never one a running session uses). */
@@ -87,14 +104,6 @@ export const WorkspaceReadResultSchema = z.union([
 ]);
 export type WorkspaceReadResult = z.infer<typeof WorkspaceReadResultSchema>;
 
-/** A branch name the product pushes: no option, no path tricks, nothing git would refuse. */
-export const GitBranchSchema = z
-  .string()
-  .regex(
-    /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock(\/|$))[A-Za-z0-9._/-]{1,200}(?<![/.])$/,
-    "a branch is 1-200 letters, digits, '.', '_', '-' or '/', not starting with '-' nor holding '..'",
-  );
-
 /**
  * `workspace_push`: push a workspace's branch to the project's remote. The container bundles the
  * branch, the host's own repository of the project takes the bundle and pushes from there, with
@@ -103,7 +112,8 @@ export const GitBranchSchema = z
 export const WorkspacePushParamsSchema = z.object({
   project_id: ProjectIdSchema,
   workspace_id: WorkspaceIdSchema,
-  branch: GitBranchSchema,
+  /** Default: the branch the workspace was started on (a session's own branch). */
+  branch: GitBranchSchema.optional(),
   remote_url: RemoteUrlSchema,
   git_credential: GitCredentialNameSchema.optional(),
 });

@@ -18,6 +18,7 @@ import {
 } from "./oubliette-tools.js";
 import { EnvSchema, ProjectSpecSchema } from "./project.js";
 import { defineNotification, defineRequest, EmptyResultSchema, methodNames } from "./rpc/method.js";
+import { GitMethods, GitPushedParamsSchema, SessionGitSchema } from "./tunnel-git.js";
 import { HostProjectSchema, ProjectMethods } from "./tunnel-projects.js";
 import { UsageTotalsSchema } from "./usage.js";
 
@@ -122,6 +123,8 @@ export const SessionStartParamsSchema = z.object({
   workspace_id: WorkspaceIdSchema.default("default"),
   project: ProjectSpecSchema.optional(),
   spec: SessionSpecSchema,
+  /** The project's remote: the agent's own `git push` goes there, through the host. */
+  git: SessionGitSchema.optional(),
 });
 export type SessionStartParams = z.infer<typeof SessionStartParamsSchema>;
 
@@ -232,6 +235,7 @@ export const TunnelMethods = {
   }),
   sessionStop: defineRequest("session_stop", { params: SessionStopParamsSchema, result: EmptyResultSchema }),
   ...ProjectMethods,
+  ...GitMethods,
   sessionHello: defineRequest("session_hello", {
     params: SessionHelloParamsSchema,
     result: SessionHelloResultSchema,
@@ -256,6 +260,7 @@ export const TunnelMethods = {
   }),
   droidInterrupt: defineNotification("droid_interrupt", { params: DroidInterruptParamsSchema }),
   sessionUsage: defineNotification("session_usage", { params: SessionUsageParamsSchema }),
+  gitPushed: defineNotification("git_pushed", { params: GitPushedParamsSchema }),
   oublietteTools: defineRequest("oubliette_tools", {
     params: OublietteToolsParamsSchema,
     result: OublietteToolsResultSchema,

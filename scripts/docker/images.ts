@@ -99,7 +99,7 @@ export async function ensureRunnerImage(
   const files = contextFiles(bundles);
   const dockerfile = runnerDockerfile(target.base, [...files.keys()]);
   const baseId = (await docker.getImage(target.base).inspect()).Id;
-  const hash = createHash("sha256").update(`${baseId}\0${dockerfile}`);
+  const hash = createHash("sha256").update(`${baseId}\0${dockerfile}\0${GIT_REMOTE_HELPER_SCRIPT}`);
   for (const [name, content] of files) hash.update(`\0${name}\0`).update(content);
   return ensureImage(
     docker,
@@ -110,6 +110,7 @@ export async function ensureRunnerImage(
         const context = tar.pack();
         context.entry({ name: "Dockerfile" }, dockerfile);
         for (const [name, content] of files) context.entry({ name, mode: 0o644 }, content);
+        context.entry({ name: GIT_REMOTE_HELPER_NAME, mode: 0o755 }, GIT_REMOTE_HELPER_SCRIPT);
         context.finalize();
         return context;
       },
@@ -176,10 +177,15 @@ function contextFiles(bundles: DroidBundles): Map<string, Buffer> {
   return files;
 }
 
+/** git's helper for `oubliette::` remotes (container-client/src/git/remote-helper.ts), on PATH. */
+const GIT_REMOTE_HELPER_NAME = "git-remote-oubliette";
+const GIT_REMOTE_HELPER_SCRIPT = '#!/bin/sh\nexec node /opt/oubliette/container-client.mjs git-remote "$@"\n';
+
 function runnerDockerfile(base: string, names: string[]): string {
   return [
     `FROM ${base}`,
     `COPY ${names.join(" ")} /opt/oubliette/`,
+    `COPY ${GIT_REMOTE_HELPER_NAME} /usr/local/bin/`,
     // Source maps ship with the bundles so stack traces name the TypeScript lines.
     `ENV PATH=${IMAGE_PATH} NODE_OPTIONS=--enable-source-maps`,
     // The agent the runner starts (the scripted test droid); a host-agent may name another.

@@ -1,7 +1,7 @@
 /**
  * The Worker's side of session tunnels, as small as the host-agent needs it to run sessions in
  * tests: a real WebSocket server on 127.0.0.1 (port 0) speaking the tunnel's JSON-RPC. It answers
- * `session_hello`, stores `session_events` (by seq), records `session_end`, and lets a test send
+ * `session_hello`, stores `session_events` (by seq), records `session_end` and `git_pushed`, and lets a test send
  * `droid_message`s to a session's agent.
  */
 import type { AddressInfo } from "node:net";
@@ -11,12 +11,14 @@ import { RpcPeer } from "../../lib/rpc/peer.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { Limits } from "../../protocol/limits.js";
 import { droidMessageId, HEARTBEAT_PING, HEARTBEAT_PONG, TunnelMethods } from "../../protocol/tunnel.js";
+import type { GitPushed } from "../../protocol/tunnel-git.js";
 
 interface SessionState {
   events: AgentEvent[];
   storedSeq: number;
   ended: string | null;
   peer: RpcPeer | null;
+  gitPushes: GitPushed[];
 }
 
 export class FakeWorker {
@@ -51,7 +53,7 @@ export class FakeWorker {
   #state(sessionId: string): SessionState {
     let state = this.#sessions.get(sessionId);
     if (!state) {
-      state = { events: [], storedSeq: 0, ended: null, peer: null };
+      state = { events: [], storedSeq: 0, ended: null, peer: null, gitPushes: [] };
       this.#sessions.set(sessionId, state);
     }
     return state;
@@ -66,6 +68,11 @@ export class FakeWorker {
     return this.events(sessionId).flatMap((e) =>
       e.type === "droid_output" && e.data ? [e.data as Record<string, unknown>] : [],
     );
+  }
+
+  /** The `git_pushed` notifications of the session (its agent's own pushes). */
+  gitPushes(sessionId: string): GitPushed[] {
+    return this.#state(sessionId).gitPushes;
   }
 
   ended(sessionId: string): string | null {
@@ -123,6 +130,9 @@ export class FakeWorker {
     peer.handle(TunnelMethods.sessionEnd, (params) => {
       state.ended = params.reason;
       return {};
+    });
+    peer.onNotification(TunnelMethods.gitPushed, (params) => {
+      state.gitPushes.push(params);
     });
     ws.on("message", (data) => {
       const text = String(data);

@@ -79,6 +79,8 @@ describe("method descriptors", () => {
       oublietteCallTool: "oubliette_call_tool",
       sessionMessage: "session_message",
       sessionEvents: "session_events",
+      gitList: "git_list",
+      gitPush: "git_push",
       oublietteToolsChanged: "oubliette_tools_changed",
     });
     expect(TunnelMethod).toEqual({
@@ -95,6 +97,8 @@ describe("method descriptors", () => {
       workspacePush: "workspace_push",
       containerExec: "container_exec",
       containerLogs: "container_logs",
+      workspaceGit: "workspace_git",
+      workspacePullRequest: "workspace_pull_request",
       sessionHello: "session_hello",
       callerTool: "caller_tool",
       approval: "approval",
@@ -104,6 +108,7 @@ describe("method descriptors", () => {
       droidMessage: "droid_message",
       droidInterrupt: "droid_interrupt",
       sessionUsage: "session_usage",
+      gitPushed: "git_pushed",
       oublietteTools: "oubliette_tools",
       oublietteCall: "oubliette_call_tool",
       childMessage: "session_message",
@@ -120,6 +125,7 @@ describe("method descriptors", () => {
         "caller_tools_config",
         "caller_tools_config",
         "droid_interrupt",
+        "git_pushed",
         "oubliette_tools_changed",
         "session_usage",
       ].sort(),

@@ -149,7 +149,7 @@ export class SocketSession {
   }
 }
 
-function openSocket(path: string, timeoutMs: number): Promise<Socket> {
+export function openSocket(path: string, timeoutMs: number): Promise<Socket> {
   // A host path (the process runtime) may be too long for the kernel's socket names.
   return withSocketPath(path, (usable) => connectTo(usable, path, timeoutMs));
 }

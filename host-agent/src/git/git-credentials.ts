@@ -50,11 +50,12 @@ export class GitCredentials {
     return [...this.#byName.keys()].sort();
   }
 
-  /**
-   * The config that gives credential `name` to one run against `remote` (its origin only); an
-   * unknown name is an error saying which names this host has.
-   */
-  configFor(name: string, remote: CheckedRemote): [string, string][] {
+  /** The token of credential `name`, for a forge's API (never logged, never sent to a container). */
+  tokenFor(name: string): string {
+    return this.#get(name).token;
+  }
+
+  #get(name: string): GitCredential {
     const credential = this.#byName.get(name);
     if (credential === undefined) {
       const known = this.names();
@@ -64,6 +65,15 @@ export class GitCredentials {
           (known.length > 0 ? ` (it has ${known.join(", ")})` : " (it has none: see --git-credentials)"),
       );
     }
+    return credential;
+  }
+
+  /**
+   * The config that gives credential `name` to one run against `remote` (its origin only); an
+   * unknown name is an error saying which names this host has.
+   */
+  configFor(name: string, remote: CheckedRemote): [string, string][] {
+    const credential = this.#get(name);
     if (remote.origin === null || !(remote.protocol === "https" || remote.protocol === "http"))
       throw new HostError(
         "invalid",

@@ -44,12 +44,13 @@ export class ProjectRepo {
   }
 
   /**
-   * Takes `branch` from a bundle file (one the container made of its workspace): verified first,
-   * then fetched into the same branch here, replacing it (the workspace's branch is the truth).
-   * Returns the commit.
+   * Takes branch `src` from a bundle file (one the container made of its workspace): verified
+   * first, then fetched into branch `branch` here, replacing it (the workspace's branch is the
+   * truth). Returns the commit.
    */
-  async importBundle(bundle: string, branch: string): Promise<string> {
+  async importBundle(bundle: string, branch: string, src = branch): Promise<string> {
     checkBranch(branch);
+    checkBranch(src);
     await this.ensure();
     const gitDir = `--git-dir=${this.dir}`;
     await runGit([gitDir, "bundle", "verify", "--quiet", "--", bundle], LOCAL_TIMEOUT_MS, {
@@ -68,7 +69,7 @@ export class ProjectRepo {
         "--no-write-fetch-head",
         "--",
         bundle,
-        `+refs/heads/${branch}:refs/heads/${branch}`,
+        `+refs/heads/${src}:refs/heads/${branch}`,
       ],
       LOCAL_TIMEOUT_MS,
       { protocols: ["file"] },
@@ -81,6 +82,19 @@ export class ProjectRepo {
       },
     );
     return stdout.trim();
+  }
+
+  /** The remote's branches and default branch (`git ls-remote`, with the credential for that run). */
+  async remoteRefs(remoteUrl: string, credential: string | undefined): Promise<RemoteRefs> {
+    const remote = await checkRemote(remoteUrl, this.git.policy);
+    const config = credential === undefined ? [] : this.git.credentials.configFor(credential, remote);
+    await this.ensure();
+    const { stdout } = await runGit(
+      [`--git-dir=${this.dir}`, "ls-remote", "--symref", "--", remoteUrl, "HEAD", "refs/heads/*"],
+      PUSH_TIMEOUT_MS,
+      { protocols: [remote.protocol], config },
+    );
+    return parseLsRemote(stdout);
   }
 
   /** Pushes `branch` to `remoteUrl` (checked by the host's policy) with the named credential. */
@@ -112,6 +126,29 @@ export class ProjectRepo {
     const outcome = line?.flag === "*" ? "created" : line?.flag === "=" ? "up_to_date" : "updated";
     return { branch, commit, outcome };
   }
+}
+
+/** What a remote has: its branches and the branch its HEAD names. */
+export interface RemoteRefs {
+  refs: { name: string; oid: string }[];
+  head: string | null;
+}
+
+/** Reads `git ls-remote --symref` output: `ref: refs/heads/main\tHEAD`, then `<oid>\t<ref>` lines. */
+export function parseLsRemote(out: string): RemoteRefs {
+  const refs: RemoteRefs["refs"] = [];
+  let head: string | null = null;
+  for (const line of out.split("\n")) {
+    const [left, name] = line.split("\t");
+    if (left === undefined || name === undefined) continue;
+    if (left.startsWith("ref: ") && name === "HEAD") {
+      head = left.slice(5).replace(/^refs\/heads\//, "");
+      continue;
+    }
+    if (/^[0-9a-f]{40,64}$/.test(left) && name.startsWith("refs/heads/") && refs.length < 10_000)
+      refs.push({ name, oid: left });
+  }
+  return { refs, head };
 }
 
 /** The porcelain status line of `ref` (`<flag>\t<from>:<to>\t<summary>`). */

@@ -8,6 +8,7 @@
 import type { GitCredentials } from "../git/git-credentials.js";
 import { runGit } from "../git/git-run.js";
 import { checkRemote, type RemotePolicy } from "../git/remote-policy.js";
+import { HostError } from "./errors.js";
 
 const INIT_TIMEOUT_MS = 15_000;
 const CLONE_TIMEOUT_MS = 120_000;
@@ -39,4 +40,38 @@ export async function gitClone(
     protocols: [remote.protocol],
     config,
   });
+}
+
+/**
+ * Starts branch `name` in a repository this host has just made (cloned or initialised, before
+ * any agent could write to it): from the remote's `base`, or from what was checked out. Returns
+ * the commit it starts from (null in a repository without one).
+ */
+export async function gitStartBranch(
+  dir: string,
+  name: string,
+  base: string | undefined,
+): Promise<string | null> {
+  const from = base === undefined ? [] : [`refs/remotes/origin/${base}`];
+  await runGit(["-C", dir, "checkout", "--quiet", "--no-track", "-b", name, ...from, "--"], INIT_TIMEOUT_MS, {
+    protocols: [],
+  }).catch((error: unknown) => {
+    throw new HostError(
+      base !== undefined && /invalid reference|not a commit|unknown revision/i.test(String(error))
+        ? "not_found"
+        : "exec_failed",
+      base !== undefined
+        ? `could not start branch ${name} from ${base}: ${(error as Error).message}`
+        : `could not start branch ${name}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  });
+  const head = await runGit(
+    ["-C", dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+    INIT_TIMEOUT_MS,
+    {
+      protocols: [],
+    },
+  ).catch(() => null);
+  return head === null ? null : head.stdout.trim() || null;
 }

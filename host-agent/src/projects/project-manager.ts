@@ -12,6 +12,11 @@ import { DEFAULT_WORKSPACE_ID, PROJECT_ID_PATTERN } from "../../../protocol/ids.
 import { type ProjectSpec, ProjectSpecSchema } from "../../../protocol/project.js";
 import type { SessionStartParams } from "../../../protocol/tunnel.js";
 import type {
+  WorkspaceBranch,
+  WorkspaceGitParams,
+  WorkspaceGitResult,
+} from "../../../protocol/tunnel-git.js";
+import type {
   ContainerExecParams,
   ContainerExecResult,
   ContainerLogsParams,
@@ -22,8 +27,8 @@ import type {
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { checkHostDisk } from "../disk/host-disk.js";
 import { GitCredentials } from "../git/git-credentials.js";
-import { ProjectRepo, type PushResult } from "../git/project-repo.js";
-import { pushWorkspace } from "../git/workspace-push.js";
+import type { ProjectGit, PullRequestInput } from "../git/project-git.js";
+import type { PushResult } from "../git/project-repo.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime } from "../runtime/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
@@ -111,6 +116,7 @@ export class ProjectManager {
         hostId: this.#o.hostId,
         logger: this.#o.logger,
         timing: this.#o.timing,
+        git: this.#o.git ?? DEFAULT_HOST_GIT,
         onSessionOpened: (sessionId) => this.#sessions.set(sessionId, projectId),
         onSessionClosed: (sessionId) => this.#sessions.delete(sessionId),
         onRemoved: (id) => this.#projects.delete(id),
@@ -156,6 +162,7 @@ export class ProjectManager {
       initGit: boolean;
       remoteUrl?: string | undefined;
       gitCredential?: string | undefined;
+      branch?: WorkspaceBranch | undefined;
       diskMb?: number | undefined;
     },
   ): Promise<CreatedWorkspace> {
@@ -178,24 +185,33 @@ export class ProjectManager {
     await project.workspaces.delete(workspaceId);
   }
 
-  /** Pushes a workspace's branch to a remote, through the project's own repository here (docs/git.md). */
+  /** The git of a project here (docs/git.md). */
+  git(projectId: string): ProjectGit {
+    return this.#existing(projectId).git;
+  }
+
+  /** Pushes a workspace's branch to a remote, through the project's own repository here. */
   async pushWorkspace(
     projectId: string,
     workspaceId: string,
-    push: { branch: string; remoteUrl: string; credential?: string | undefined },
+    push: { branch?: string | undefined; remoteUrl: string; credential?: string | undefined },
   ): Promise<PushResult> {
-    const project = this.#existing(projectId);
-    if (!(await project.workspaces.exists(workspaceId)))
-      throw new HostError("not_found", `project ${projectId} has no workspace ${workspaceId} here`);
-    const paths = new ProjectPaths(this.#o.dataDir, this.#o.socketRoot, projectId);
-    const git = this.#o.git ?? DEFAULT_HOST_GIT;
-    return pushWorkspace(project, new ProjectRepo(paths.repo, git), paths.incoming, {
-      projectId,
-      workspacePath: project.workspaces.containerPath(workspaceId),
-      branch: push.branch,
+    const git = this.git(projectId);
+    const branch = push.branch ?? (await git.branchOf(workspaceId));
+    return git.push(workspaceId, {
+      src: branch,
+      dst: branch,
       remoteUrl: push.remoteUrl,
       credential: push.credential,
     });
+  }
+
+  workspaceGit(params: WorkspaceGitParams): Promise<WorkspaceGitResult> {
+    return this.git(params.project_id).workspace(params);
+  }
+
+  pullRequest(projectId: string, input: PullRequestInput) {
+    return this.git(projectId).pullRequest(input);
   }
 
   readWorkspace(
@@ -242,6 +258,7 @@ export class ProjectManager {
         params.workspace_id,
         { ...params.spec.env },
         params.spec.agent,
+        params.git,
       );
     } catch (err) {
       this.#sessions.delete(params.session_id);

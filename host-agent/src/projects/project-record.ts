@@ -21,6 +21,12 @@ const ProjectRecordSchema = z.object({
   next_session: z.number().int().min(0),
   /** The disk bound the project's volume was made with (MiB), in filesystem mode. */
   disk_mb: z.number().int().positive().optional(),
+  /** Workspaces started on a branch of their own: the branch and the commit it started from. */
+  branches: z
+    .record(z.string(), z.object({ name: z.string(), base_commit: z.string().nullable() }))
+    .optional(),
+  /** The project's remote, as its last session was started with (its agents' own pushes go there). */
+  git: z.object({ remote_url: z.string(), git_credential: z.string().optional() }).optional(),
 });
 export type ProjectRecord = z.infer<typeof ProjectRecordSchema>;
 

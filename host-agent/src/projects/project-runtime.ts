@@ -10,11 +10,12 @@ import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { agentImageRef } from "../../../protocol/agent-runtimes.js";
 import { failureToRpcError } from "../../../protocol/caller-tools.js";
-import { Identities, sessionSocketPath } from "../../../protocol/container-layout.js";
+import { Identities, sessionGitEnv, sessionSocketPath } from "../../../protocol/container-layout.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
+import type { SessionGit } from "../../../protocol/tunnel-git.js";
 import type {
   ContainerExecParams,
   ContainerExecResult,
@@ -24,6 +25,8 @@ import type {
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { DiskWatch, mib } from "../disk/disk-watch.js";
 import { ProjectVolume, type VolumeUsage } from "../disk/project-volume.js";
+import { AgentGit } from "../git/agent-git.js";
+import { ProjectGit } from "../git/project-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime, ExecIdentity, StdoutSink, Workload } from "../runtime/types.js";
 import { RunnerLink } from "../sessions/runner-link.js";
@@ -32,12 +35,13 @@ import type { ContainerHandlers } from "../socket/index.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { ContainerSockets } from "./container-sockets.js";
 import { HostError } from "./errors.js";
+import type { HostGitSettings } from "./git.js";
 import { resolveLimits } from "./limits.js";
 import type { OwnershipMode } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
 import { RecordStore } from "./record-store.js";
 import { SessionIdentities, type SessionIdentity } from "./session-identity.js";
-import { Workspaces } from "./workspaces.js";
+import { Workspaces, workspaceOfPath } from "./workspaces.js";
 
 /** Which agent a session runs (default: the scripted droid). */
 export type SessionAgent = NonNullable<SessionSpec["agent"]>;
@@ -55,6 +59,8 @@ export interface ProjectRuntimeOptions {
   hostId: string;
   logger: Logger;
   timing?: TunnelTiming | undefined;
+  /** What the host's git may reach and with which credentials. */
+  git: HostGitSettings;
   /** A session of this project runs on this host now (started, or re-adopted from the runner's hello). */
   onSessionOpened(sessionId: string): void;
   /** A session of this project closed on this host. */
@@ -77,6 +83,7 @@ interface Box {
 interface RunningSession {
   session: SessionRuntime;
   workspaceId: string;
+  uid: number | null;
 }
 
 /** How long a re-adopted container's runner gets to say hello (it retries every second at most). */
@@ -84,6 +91,9 @@ const ADOPT_HELLO_WAIT_MS = 10_000;
 
 export class ProjectRuntime {
   readonly workspaces: Workspaces;
+  /** The project's git here: its own repository, and git run in its workspaces (docs/git.md). */
+  readonly git: ProjectGit;
+  readonly #agentGit: AgentGit;
   readonly #o: ProjectRuntimeOptions;
   readonly #log: Logger;
   readonly #record: RecordStore;
@@ -121,6 +131,8 @@ export class ProjectRuntime {
       volume: () => this.#volume.ensure(),
       logger: this.#log,
     });
+    this.git = new ProjectGit(this, paths, options.git);
+    this.#agentGit = new AgentGit(this.git, async () => (await this.#record.read()).git ?? null);
   }
 
   get projectId(): string {
@@ -209,6 +221,7 @@ export class ProjectRuntime {
     workspaceId: string,
     env: Record<string, string>,
     agent: SessionAgent = { runtime: "scripted" },
+    git?: SessionGit,
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
     const box = this.#box;
@@ -223,6 +236,10 @@ export class ProjectRuntime {
     if (usage?.exceeded) throw diskLimitError(usage);
     const identity = await this.#identities.assign(sessionId, await this.workspaces.gidOf(workspaceId));
     await this.#identities.makeHome(sessionId, identity);
+    if (git !== undefined)
+      await this.#record.update((record) => {
+        record.git = git;
+      });
     const paths = this.#workloadPaths();
     const modelToken = agent.runtime === "scripted" ? null : `oubm_${randomBytes(24).toString("hex")}`;
     const models = modelToken === null ? null : { token: modelToken, budgetUsd: agent.max_cost_usd };
@@ -231,7 +248,12 @@ export class ProjectRuntime {
     await opened;
     session.start({
       cwd: join(paths.workspaceRoot, workspaceId),
-      env: { ...env, [AgentEnv.socketPath]: sessionSocketPath(paths.socketDir, sessionId) },
+      env: {
+        ...env,
+        // A container has no network: its git reaches the project's remote through the host.
+        ...sessionGitEnv(this.#o.runtime.separatesSessions ? git?.remote_url : undefined),
+        [AgentEnv.socketPath]: sessionSocketPath(paths.socketDir, sessionId),
+      },
       home: join(paths.homesRoot, sessionId),
       ...(identity.uid !== null && identity.gid !== null ? { uid: identity.uid, gid: identity.gid } : {}),
       agent: {
@@ -285,6 +307,36 @@ export class ProjectRuntime {
       ? { uid: Identities.execUid, gid: Identities.projectGid, groups: await this.workspaces.gids() }
       : undefined;
     return (box.workload as Workload).exec(params, signal, identity, stdout);
+  }
+
+  /**
+   * A command in a workspace, as that workspace's session (the uid of one that runs in it, else
+   * the exec user) with that workspace's group only: what git does there for the host
+   * (docs/git.md) reaches nothing the workspace's own agent could not.
+   */
+  async execInWorkspace(
+    workspaceId: string,
+    params: Omit<ContainerExecParams, "project_id" | "cwd">,
+    stdout?: StdoutSink,
+  ): Promise<ContainerExecResult> {
+    const box = this.#running();
+    if (!(await this.workspaces.exists(workspaceId)))
+      throw new HostError("not_found", `project ${this.projectId} has no workspace ${workspaceId} here`);
+    let identity: ExecIdentity | undefined;
+    if (this.#o.runtime.separatesSessions) {
+      const gid = await this.workspaces.gidOf(workspaceId);
+      const session = [...this.#sessions.values()].find(
+        (s) => s.workspaceId === workspaceId && s.uid !== null,
+      );
+      identity = { uid: session?.uid ?? Identities.execUid, gid, groups: [gid] };
+    }
+    const cwd = this.workspaces.containerPath(workspaceId);
+    return (box.workload as Workload).exec(
+      { ...params, project_id: this.projectId, cwd },
+      undefined,
+      identity,
+      stdout,
+    );
   }
 
   async logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {
@@ -410,6 +462,18 @@ export class ProjectRuntime {
       agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),
       // A session this host does not run: an error, which the runner turns into a deny.
       approval: async (params, ctx) => session(params.session_id).approval(params, ctx),
+      git: {
+        list: (_sessionId, params) => this.#agentGit.list(params),
+        push: async (sessionId, params) => {
+          const entry = this.#sessions.get(sessionId);
+          // A re-adopted session's workspace is not known here: the repository's path names it.
+          const workspaceId =
+            entry?.workspaceId || workspaceOfPath(params.git_dir, this.#workloadPaths().workspaceRoot);
+          const pushed = await this.#agentGit.push(workspaceId, params);
+          entry?.session.gitPushed(pushed);
+          return { commit: pushed.commit, outcome: pushed.outcome };
+        },
+      },
     };
   }
 
@@ -456,7 +520,7 @@ export class ProjectRuntime {
       onClosed: (id) => void this.#sessionClosed(box, id),
     });
     // A re-adopted session's workspace is not known here; it blocks no workspace deletion.
-    this.#sessions.set(sessionId, { session, workspaceId: workspaceId ?? "" });
+    this.#sessions.set(sessionId, { session, workspaceId: workspaceId ?? "", uid: peer.uid });
     this.#o.onSessionOpened(sessionId);
     return { session, opened: box.sockets.openSession(peer) };
   }

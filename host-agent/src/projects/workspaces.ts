@@ -9,9 +9,10 @@ import { posix } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { workspaceGid } from "../../../protocol/container-layout.js";
 import { DEFAULT_WORKSPACE_ID, WORKSPACE_ID_PATTERN } from "../../../protocol/ids.js";
+import type { WorkspaceBranch } from "../../../protocol/tunnel-git.js";
 import type { WorkspaceReadResult } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "./errors.js";
-import { gitClone, gitInit, type HostGitSettings } from "./git.js";
+import { gitClone, gitInit, gitStartBranch, type HostGitSettings } from "./git.js";
 import { claim, claimTree, type OwnershipMode, ownerOf } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
 import { workspaceIndex } from "./project-record.js";
@@ -32,6 +33,8 @@ export interface WorkspacesOptions {
 export interface CreatedWorkspace {
   path: string;
   git: "init" | "clone" | null;
+  /** The branch it was started on, and the commit it started from. */
+  branch?: { name: string; base_commit: string | null };
 }
 
 export class Workspaces {
@@ -98,6 +101,8 @@ export class Workspaces {
       initGit: boolean;
       remoteUrl?: string | undefined;
       gitCredential?: string | undefined;
+      /** Start this branch in it (the workspace of a session with a branch of its own). */
+      branch?: WorkspaceBranch | undefined;
       git: HostGitSettings;
     },
   ): Promise<CreatedWorkspace> {
@@ -120,10 +125,36 @@ export class Workspaces {
         git = "init";
       }
     }
+    let branch: CreatedWorkspace["branch"];
+    if (options.branch !== undefined) {
+      if (git === null) {
+        await rm(dir, { recursive: true, force: true });
+        throw new HostError(
+          "invalid",
+          "a branch needs a git workspace: give the project remote_url or init_git",
+        );
+      }
+      // Still the host's own repository: no agent has had it yet.
+      const baseCommit = await gitStartBranch(dir, options.branch.name, options.branch.base).catch(
+        async (error: unknown) => {
+          await rm(dir, { recursive: true, force: true });
+          throw error;
+        },
+      );
+      branch = { name: options.branch.name, base_commit: baseCommit };
+      await this.#o.record.update((record) => {
+        record.branches = { ...record.branches, [workspaceId]: branch as NonNullable<typeof branch> };
+      });
+    }
     await claimTree(dir, this.#o.ownership, await this.gidOf(workspaceId));
     await claim(dir, await this.#owner(workspaceId));
-    this.#o.logger.info({ workspace: workspaceId, git }, "workspace created");
-    return { path, git };
+    this.#o.logger.info({ workspace: workspaceId, git, branch: branch?.name }, "workspace created");
+    return { path, git, ...(branch !== undefined ? { branch } : {}) };
+  }
+
+  /** The branch a workspace was started on and the commit it started from (what its diff compares with). */
+  async branchOf(workspaceId: string): Promise<{ name: string; base_commit: string | null } | null> {
+    return (await this.#o.record.read()).branches?.[workspaceId] ?? null;
   }
 
   /** Removes the workspace and everything in it (idempotent); never the default one. */
@@ -135,6 +166,9 @@ export class Workspaces {
       );
     }
     await rm(this.#o.paths.workspace(workspaceId), { recursive: true, force: true });
+    await this.#o.record.update((record) => {
+      if (record.branches) delete record.branches[workspaceId];
+    });
     this.#o.logger.info({ workspace: workspaceId }, "workspace deleted");
   }
 
@@ -153,4 +187,11 @@ export class Workspaces {
   async #owner(workspaceId: string) {
     return ownerOf(this.#o.ownership, { kind: "workspace", gid: await this.gidOf(workspaceId) });
   }
+}
+
+/** The workspace a container path is in (`<root>/<id>/…`), or "" when it is in none. */
+export function workspaceOfPath(path: string, containerRoot: string): string {
+  const rel = posix.relative(containerRoot, posix.normalize(path));
+  const id = rel.split("/")[0] ?? "";
+  return rel.startsWith("..") || !WORKSPACE_ID_PATTERN.test(id) ? "" : id;
 }

@@ -8,6 +8,7 @@ import type { RequestMethod } from "../../../protocol/rpc/method.js";
 import type { AgentStartParams, ApprovalParams } from "../../../protocol/socket.js";
 import { SocketMethods } from "../../../protocol/socket.js";
 import { type HostNotice, TunnelMethods } from "../../../protocol/tunnel.js";
+import type { GitPushed } from "../../../protocol/tunnel-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
@@ -178,6 +179,11 @@ export class SessionRuntime {
   /** A caller tool call from the session's container-client. */
   callerTool(request: CallerToolRequest, ctx: HandlerContext): Promise<JsonValue> {
     return this.#calls.run(request, ctx);
+  }
+
+  /** The agent pushed a branch through the host: its session is told. */
+  gitPushed(event: GitPushed): void {
+    this.#tunnel.gitPushed(event);
   }
 
   /** A droid's use of Oubliette's tools: to the session object, which checks its key. */

@@ -150,6 +150,11 @@ export class ContainerConnection {
         return approval(params, ctx);
       });
     }
+    const { git } = handlers;
+    if (git) {
+      peer.handle(SocketMethods.gitList, (params) => git.list(this.#clientSession("git_list"), params));
+      peer.handle(SocketMethods.gitPush, (params) => git.push(this.#clientSession("git_push"), params));
+    }
     peer.onNotification(SocketMethods.agentEvents, (params) => {
       if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);
     });

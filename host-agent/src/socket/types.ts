@@ -2,6 +2,7 @@ import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent } from "../../../protocol/agent-events.js";
 import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
+import type { ParsedParams, SentResult } from "../../../protocol/rpc/method.js";
 import type { ApprovalParams, RunnerAgent, SocketMethods } from "../../../protocol/socket.js";
 import type { ContainerConnection } from "./container-connection.js";
 
@@ -71,4 +72,15 @@ export interface ContainerHandlers {
    * will be re-sent). Without it the method is not served (-32601), as by an older host-agent.
    */
   approval?(params: ApprovalParams, ctx: HandlerContext): Promise<ApprovalDecision>;
+  /** The session's agent's own git (git-remote-oubliette): the project remote's branches, a push there. */
+  git?: {
+    list(
+      sessionId: string,
+      params: ParsedParams<typeof SocketMethods.gitList>,
+    ): Promise<SentResult<typeof SocketMethods.gitList>>;
+    push(
+      sessionId: string,
+      params: ParsedParams<typeof SocketMethods.gitPush>,
+    ): Promise<SentResult<typeof SocketMethods.gitPush>>;
+  };
 }

@@ -30,6 +30,8 @@ export type HostTarget = Pick<
   | "deleteWorkspace"
   | "readWorkspace"
   | "pushWorkspace"
+  | "workspaceGit"
+  | "pullRequest"
   | "exec"
   | "logs"
 >;
@@ -187,6 +189,7 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
           initGit: p.init_git,
           remoteUrl: p.remote_url,
           gitCredential: p.git_credential,
+          branch: p.branch,
           diskMb: p.disk_mb,
         }),
     ),
@@ -211,12 +214,37 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
   peer.handle(
     TunnelMethods.workspacePush,
     guard(
-      (p) => `could not push ${p.branch} of workspace ${p.workspace_id} of ${p.project_id}`,
+      (p) => `could not push ${p.branch ?? "the branch"} of workspace ${p.workspace_id} of ${p.project_id}`,
       (p) =>
         host.pushWorkspace(p.project_id, p.workspace_id, {
           branch: p.branch,
           remoteUrl: p.remote_url,
           credential: p.git_credential,
+        }),
+    ),
+  );
+  peer.handle(
+    TunnelMethods.workspaceGit,
+    guard(
+      (p) => `could not run git ${p.op} in workspace ${p.workspace_id} of ${p.project_id}`,
+      (p) => host.workspaceGit(p),
+    ),
+  );
+  peer.handle(
+    TunnelMethods.workspacePullRequest,
+    guard(
+      (p) => `could not open a pull request for ${p.head ?? p.workspace_id} of ${p.project_id}`,
+      (p) =>
+        host.pullRequest(p.project_id, {
+          workspaceId: p.workspace_id,
+          remoteUrl: p.remote_url,
+          credential: p.git_credential,
+          forge: p.forge,
+          head: p.head,
+          base: p.base,
+          title: p.title,
+          body: p.body,
+          draft: p.draft,
         }),
     ),
   );

@@ -20,6 +20,7 @@ import {
   TUNNEL_PROTOCOL_VERSION,
   TunnelMethods,
 } from "../../../protocol/tunnel.js";
+import type { GitPushed } from "../../../protocol/tunnel-git.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import type { TunnelTiming } from "./reconnecting-socket.js";
 import { toWs } from "./reconnecting-socket.js";
@@ -271,6 +272,11 @@ export class SessionTunnel {
   reportUsage(usage: SessionUsageParams): void {
     this.#usage = usage;
     this.#ready?.notify(TunnelMethods.sessionUsage, usage);
+  }
+
+  /** Tells the session its agent pushed a branch (lost when the tunnel is down at that moment). */
+  gitPushed(event: GitPushed): void {
+    this.#ready?.notify(TunnelMethods.gitPushed, event);
   }
 
   #serve(peer: RpcPeer): void {

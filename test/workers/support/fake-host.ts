@@ -56,6 +56,8 @@ const PROJECT_METHODS = new Set<string>([
   TunnelMethod.workspaceDelete,
   TunnelMethod.workspaceRead,
   TunnelMethod.workspacePush,
+  TunnelMethod.workspaceGit,
+  TunnelMethod.workspacePullRequest,
   TunnelMethod.containerExec,
   TunnelMethod.containerLogs,
 ]);

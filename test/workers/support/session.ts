@@ -64,7 +64,7 @@ export async function spawn(options: SpawnOptions = {}) {
     prompt: options.prompt ?? null,
     image: null,
     project: { limits: {}, workspace_isolation: false },
-    workspace: { initGit: false, remoteUrl: null, gitCredential: null },
+    workspace: { initGit: false, remoteUrl: null, gitCredential: null, branch: null, sessionGit: null },
     via: options.via ?? null,
     agent: options.agent ?? { runtime: "scripted" },
     droidKey: null,

@@ -1,5 +1,6 @@
 import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
 import { checkSize, type SizedKind } from "../../../protocol/limits.js";
+import type { WorkspaceBranch } from "../../../protocol/tunnel-git.js";
 import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
 import { AppError, type Result, unwrap } from "../errors.js";
@@ -82,6 +83,8 @@ export interface SpawnArgs extends CallerFields, ApprovalArgs {
   project_id: string;
   workspace_id?: string | undefined;
   create_workspace: boolean;
+  branch?: true | string | undefined;
+  base?: string | undefined;
   new_session: boolean;
   external_id?: string | undefined;
   source?: string | undefined;
@@ -108,6 +111,8 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   if (args.prompt !== undefined) requireFits("message", args.prompt);
   const caller = callerDeclaration(args);
   const sessionId = `ses_${randomHex(12)}`;
+  const branch = sessionBranch(args, sessionId);
+  const createWorkspace = args.create_workspace || branch !== null;
   // A droid's spawn starts a child: in its project, one level deeper, always a new session.
   const child =
     ctx.viaSession === undefined
@@ -119,9 +124,9 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   const plan = unwrap(
     await objects.project(ctx.env, args.project_id).openSession({
       sessionId,
-      workspaceId: args.workspace_id ?? (args.create_workspace ? null : (child?.workspaceId ?? null)),
-      createWorkspace: args.create_workspace,
-      newSession: args.new_session || child !== null,
+      workspaceId: args.workspace_id ?? (createWorkspace ? null : (child?.workspaceId ?? null)),
+      createWorkspace,
+      newSession: args.new_session || child !== null || branch !== null,
       ownerTokenId: ctx.principal.tokenId,
       externalId: args.external_id ?? null,
       source: args.source ?? null,
@@ -183,7 +188,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     prompt: args.prompt ?? null,
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
-    workspace: workspaceSetup(plan.config, plan.workspaceId),
+    workspace: workspaceSetup(plan.config, plan.workspaceId, branch),
     agent: { ...agent, approvals: approvalsMode(approvals) },
     approvals,
     droidKey: key,
@@ -194,7 +199,26 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
   });
   const created = settled(ctx, sessionId, result);
   if (child) unwrap(await objects.session(ctx.env, child.parentId).addChild(sessionId));
-  return { ...created, resumed: false };
+  return { ...created, ...(branch !== null ? { branch: branch.name } : {}), resumed: false };
+}
+
+/**
+ * The branch a new session works on, in a workspace made for it: `branch` names it (true: the
+ * default `oubliette/<session short id>`), from the remote's `base`.
+ */
+function sessionBranch(args: SpawnArgs, sessionId: string): WorkspaceBranch | null {
+  if (args.branch === undefined) {
+    if (args.base !== undefined)
+      throw new AppError("invalid_arguments", "base is the start of a branch; give branch too");
+    return null;
+  }
+  if (args.workspace_id !== undefined && !args.create_workspace)
+    throw new AppError(
+      "invalid_arguments",
+      "a session with a branch works in a new workspace: give create_workspace: true with workspace_id, or omit workspace_id",
+    );
+  const name = args.branch === true ? `oubliette/${sessionId.slice(4, 12)}` : args.branch;
+  return { name, ...(args.base !== undefined ? { base: args.base } : {}) };
 }
 
 /**

@@ -78,6 +78,7 @@ export class HostRequests {
           workspace_id: input.workspaceId,
           project: input.project,
           spec: input.spec,
+          ...(input.workspace.sessionGit !== null ? { git: input.workspace.sessionGit } : {}),
         })
       : workspace;
     if (started.ok) store.markRunning(input.sessionId);

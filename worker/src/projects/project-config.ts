@@ -18,6 +18,7 @@ import {
 } from "../../../protocol/ids.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
+import { ForgeSettingsSchema, type SessionGit, type WorkspaceBranch } from "../../../protocol/tunnel-git.js";
 import { GitCredentialNameSchema, RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
 import { decodeRecord, type RecordFormat, type SameShape } from "../objects/stored-record.js";
 
@@ -179,6 +180,11 @@ export const ProjectConfigSchema = z.object({
     .describe(
       "The host's git credential (by name, from its --git-credentials file) for the remote; the secret never leaves the host.",
     ),
+  forge: ForgeSettingsSchema.nullable()
+    .default(null)
+    .describe(
+      "Where pull requests are opened: {kind: github|gitlab, api_url} (null: derived from remote_url; github.com and gitlab.com are known).",
+    ),
   approval_policy: ApprovalPolicySchema.default(DEFAULT_APPROVAL_POLICY).describe(APPROVAL_POLICY_HELP),
   approval_timeout_seconds: ApprovalTimeoutSchema.default(DEFAULT_APPROVAL_TIMEOUT_SECONDS).describe(
     "How long an approval request waits for an answer; no answer by then is a deny.",
@@ -261,21 +267,42 @@ export function sessionAgent(
   };
 }
 
-/** How a workspace begins on the host. */
+/** How a workspace begins on the host, and the remote its sessions push to. */
 export interface WorkspaceSetup {
   initGit: boolean;
   remoteUrl: string | null;
   /** The host's credential for the remote (by name). */
   gitCredential: string | null;
+  /** A branch to start in it (a session's own workspace). */
+  branch: WorkspaceBranch | null;
+  /** The project's remote, which its sessions' agents push to through the host. */
+  sessionGit: SessionGit | null;
 }
 
-/** How a workspace begins on the host: the default one as the project asks, the others empty. */
-export function workspaceSetup(config: ProjectConfig, workspaceId: string): WorkspaceSetup {
-  if (workspaceId !== DEFAULT_WORKSPACE) return { initGit: false, remoteUrl: null, gitCredential: null };
+/**
+ * How a workspace begins on the host: the default one as the project asks; one made for a
+ * session's own branch the same way, on that branch; the others empty.
+ */
+export function workspaceSetup(
+  config: ProjectConfig,
+  workspaceId: string,
+  branch: WorkspaceBranch | null = null,
+): WorkspaceSetup {
+  const sessionGit =
+    config.remote_url === null
+      ? null
+      : {
+          remote_url: config.remote_url,
+          ...(config.git_credential !== null ? { git_credential: config.git_credential } : {}),
+        };
+  if (workspaceId !== DEFAULT_WORKSPACE && branch === null)
+    return { initGit: false, remoteUrl: null, gitCredential: null, branch: null, sessionGit };
   return {
     initGit: config.remote_url === null && config.init_git,
     remoteUrl: config.remote_url,
     gitCredential: config.remote_url === null ? null : config.git_credential,
+    branch,
+    sessionGit,
   };
 }
 
@@ -284,10 +311,12 @@ export function workspaceGitParams(setup: WorkspaceSetup): {
   init_git: boolean;
   remote_url?: string;
   git_credential?: string;
+  branch?: WorkspaceBranch;
 } {
   return {
     init_git: setup.initGit,
     ...(setup.remoteUrl !== null ? { remote_url: setup.remoteUrl } : {}),
     ...(setup.gitCredential !== null ? { git_credential: setup.gitCredential } : {}),
+    ...(setup.branch !== null ? { branch: setup.branch } : {}),
   };
 }

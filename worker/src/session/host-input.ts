@@ -3,6 +3,8 @@ import type { JsonObject } from "../../../protocol/json.js";
 import type { OublietteTool } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { SessionUsageParams } from "../../../protocol/tunnel.js";
+import type { GitPushed } from "../../../protocol/tunnel-git.js";
+import { audit } from "../audit/audit.js";
 import { authenticate, type CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { AppError } from "../errors.js";
@@ -99,6 +101,28 @@ export class HostInput {
       this.#d.lifecycle.reportUsage(totals);
     }
     if (refused !== undefined) events.emit({ type: "error", message: refused });
+  }
+
+  /**
+   * The droid pushed a branch through the host (`git push` in its container): a `git_pushed`
+   * event, and an audit entry under the session's owner, made by this session.
+   */
+  gitPushed(pushed: GitPushed): void {
+    const record = this.#d.state.require();
+    if (!isLive(record.status)) return;
+    this.#d.events.emit({ type: "git_pushed", ...pushed, by: "agent" });
+    audit(
+      this.#d.env,
+      {
+        token_id: record.ownerTokenId,
+        action: "git.push",
+        target: `${record.projectId} ${record.workspaceId} ${pushed.branch}`,
+        outcome: "ok",
+        via_session: record.sessionId,
+      },
+      (promise) => this.#d.waitUntil(promise),
+      this.#d.state.log,
+    );
   }
 
   /** `session_message` from the droid: a child session, by the same path as `oubliette_session spawn`. */

@@ -27,6 +27,7 @@ import {
   type SessionUsageParams,
   TunnelMethods,
 } from "../../../protocol/tunnel.js";
+import type { GitPushed } from "../../../protocol/tunnel-git.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import { principalOf } from "../auth/principal-header.js";
 import type { Log } from "../log.js";
@@ -80,6 +81,8 @@ export interface HostTunnelHandlers {
   ownEvents(params: ParsedParams<typeof TunnelMethods.ownEvents>): Promise<unknown>;
   /** The host's model proxy reports the session's usage (totals). */
   usage(report: SessionUsageParams): void;
+  /** The session's agent pushed a branch through the host. */
+  gitPushed(event: GitPushed): void;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
   storedUsage(): UsageTotals | null;
   budgetUsd(): number | null;
@@ -132,6 +135,7 @@ export class HostTunnel {
         ),
       )
       .onNotification(TunnelMethods.sessionUsage, (report) => handlers.usage(report))
+      .onNotification(TunnelMethods.gitPushed, (event) => handlers.gitPushed(event))
       .onNotification(Cancelled, (params) =>
         handlers.cancel(String(params.requestId), params.reason ?? "the droid cancelled the call"),
       );

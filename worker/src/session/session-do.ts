@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { callApprovalId } from "../../../protocol/approvals.js";
+import type { GitEvent } from "../../../protocol/events.js";
 import { type CallerPrincipal, stillValid } from "../auth/tokens.js";
 import { config, type Env } from "../env.js";
 import { AppError, capture, type Result } from "../errors.js";
@@ -205,6 +206,7 @@ export class SessionDurableObject extends DurableObject<Env> {
       },
       messageDelivered: (seq) => this.#messageNotices.delivered(seq),
       usage: (report) => this.#host.usage(report),
+      gitPushed: (event) => this.#host.gitPushed(event),
       childMessage: (params) => this.#host.spawnChild(params),
       ownEvents: (params) => this.#host.ownEvents(params),
       oublietteTools: (apiKey) => this.#host.oublietteTools(apiKey),
@@ -342,6 +344,11 @@ export class SessionDurableObject extends DurableObject<Env> {
     if (!this.#state.live) return;
     const { at: _at, ...body } = event;
     this.#events.emit(body);
+  }
+
+  /** A git event of this session's workspace (`workspace push` / `pull_request`): into the log, to every subscriber. */
+  async gitEvent(event: GitEvent): Promise<void> {
+    if (this.#state.live) this.#events.emit(event);
   }
 
   /**

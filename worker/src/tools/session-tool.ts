@@ -3,6 +3,7 @@ import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
 import { ApprovalPolicySchema, ApprovalTimeoutSchema } from "../../../protocol/approvals.js";
 import { CallerIdSchema, CallerToolDeclarationSchema } from "../../../protocol/caller-tools.js";
 import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
+import { GitBranchSchema } from "../../../protocol/tunnel-projects.js";
 import { AppError, unwrap } from "../errors.js";
 import { withChildEvents } from "../flows/child-events.js";
 import {
@@ -56,6 +57,15 @@ const spawnFields = {
     .boolean()
     .default(false)
     .describe("Create the workspace (a new one with a generated id when workspace_id is absent)."),
+  branch: z
+    .union([z.literal(true), GitBranchSchema])
+    .optional()
+    .describe(
+      "Work on a branch of its own, in a new workspace the host clones for it: a branch name, or true for oubliette/<session short id>. Needs the project's remote_url (or init_git).",
+    ),
+  base: GitBranchSchema.optional().describe(
+    "With branch: the remote's branch it starts from (default: the remote's default branch).",
+  ),
   new_session: z
     .boolean()
     .default(false)

@@ -1,4 +1,13 @@
 import { z } from "zod";
+import type { GitEvent } from "../../../protocol/events.js";
+import {
+  DEFAULT_GIT_AUTHOR,
+  GitAuthorSchema,
+  GitRevisionSchema,
+  type WorkspaceGitParamsSchema,
+  WorkspaceGitResultSchema,
+  WorkspacePullRequestResultSchema,
+} from "../../../protocol/tunnel-git.js";
 import {
   GitBranchSchema,
   MAX_WORKSPACE_READ_BYTES,
@@ -14,7 +23,42 @@ import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
 
 /** A branch to push (the host checks it again). */
-const BranchSchema = GitBranchSchema.describe("The branch to push (the same name on the remote).");
+const BranchSchema = GitBranchSchema.optional().describe(
+  "The branch to push (the same name on the remote; default: the branch the workspace was started on, for a session's own).",
+);
+
+const workspaceOf = {
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema.default(DEFAULT_WORKSPACE),
+};
+
+/** Runs status, diff or commit in a workspace (in the container, as its session; docs/git.md). */
+function workspaceGit(env: Env, params: z.input<typeof WorkspaceGitParamsSchema>, signal?: AbortSignal) {
+  return onProjectHost(
+    env,
+    params.project_id,
+    TunnelMethod.workspaceGit,
+    params,
+    WorkspaceGitResultSchema,
+    signal ? { signal } : {},
+  );
+}
+
+/** The remote and its credential, for an action that needs them. */
+async function projectRemote(env: Env, projectId: string) {
+  const info = unwrap(await objects.project(env, projectId).info());
+  const remoteUrl = info.remote_url;
+  if (remoteUrl === null)
+    throw new AppError("invalid_arguments", `project ${projectId} has no remote_url to push to`);
+  return { ...info, remote_url: remoteUrl };
+}
+
+/** Tells the sessions working in a workspace what happened to its branch. */
+async function tellSessions(env: Env, projectId: string, workspaceId: string, event: GitEvent) {
+  const workspaces = unwrap(await objects.project(env, projectId).listWorkspaces());
+  const sessions = workspaces.find((w) => w.workspace_id === workspaceId)?.running_sessions ?? [];
+  await Promise.all(sessions.map((id) => objects.session(env, id).gitEvent(event)));
+}
 
 /** A path inside a workspace, relative to it (the host checks it cannot leave the workspace). */
 const WorkspacePathSchema = z
@@ -44,7 +88,8 @@ export const workspaceTool = defineActionTool({
   name: "workspace",
   title: "Workspaces",
   description:
-    "A project's workspaces: directories under /workspace in its container, one per line of work. Create one with session spawn (workspace_id, create_workspace). List a directory of one and read its files (read-only).",
+    "A project's workspaces: directories under /workspace in its container, one per line of work. Create one with session spawn (workspace_id, create_workspace, or branch for a session's own branch). " +
+    "List and read their files; git status, diff and commit (run in the container); push a branch to the project's remote and open a pull request, from the host with its credential.",
   actions: {
     list: action({
       description: "List the project's workspaces and the sessions running in each.",
@@ -104,6 +149,73 @@ export const workspaceTool = defineActionTool({
         return { workspace_id: args.workspace_id, path: args.path, ...file };
       },
     }),
+    status: action({
+      description:
+        "The workspace's git status: its branch, HEAD, and the files changed, staged or new (run in the container as its session).",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, workspace_id: "default" },
+      input: z.object(workspaceOf),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        return {
+          workspace_id: args.workspace_id,
+          ...(await workspaceGit(ctx.env, { ...args, op: "status" })),
+        };
+      },
+    }),
+    diff: action({
+      description:
+        "What the workspace changed against its base (the commit its branch started from; else HEAD, or the base you name): " +
+        "the files changed and a unified diff up to max_bytes (new files included).",
+      access: "read",
+      target: "project",
+      timing: "sync",
+      example: { project_id: EXAMPLE_PROJECT, workspace_id: "default" },
+      input: z.object({
+        ...workspaceOf,
+        base: GitRevisionSchema.optional().describe("A branch, tag or commit to compare with."),
+        max_bytes: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_WORKSPACE_READ_BYTES)
+          .default(256 * 1024)
+          .describe("Most bytes of diff text (truncated: true beyond)."),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        return { workspace_id: args.workspace_id, ...(await workspaceGit(ctx.env, { ...args, op: "diff" })) };
+      },
+    }),
+    commit: action({
+      description:
+        "Commit everything the workspace changed (new files included) on its current branch, with your message and author. " +
+        "committed: false when there is nothing to commit.",
+      access: "write",
+      target: "project",
+      timing: "async_short",
+      example: { project_id: EXAMPLE_PROJECT, workspace_id: "default", message: "Fix the failing tests" },
+      input: z.object({
+        ...workspaceOf,
+        message: z
+          .string()
+          .min(1)
+          .max(64 * 1024),
+        author: GitAuthorSchema.optional().describe(
+          `Author and committer {name, email} (default: ${DEFAULT_GIT_AUTHOR.name} <${DEFAULT_GIT_AUTHOR.email}>).`,
+        ),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        ctx.auditTarget(`${args.project_id} ${args.workspace_id}`);
+        return {
+          workspace_id: args.workspace_id,
+          ...(await workspaceGit(ctx.env, { ...args, op: "commit" }, ctx.signal)),
+        };
+      },
+    }),
     push: action({
       description:
         "Push a branch of a workspace to the project's remote (remote_url), with the project's git_credential. " +
@@ -113,31 +225,95 @@ export const workspaceTool = defineActionTool({
       target: "project",
       timing: "async_short",
       example: { project_id: EXAMPLE_PROJECT, workspace_id: "default", branch: "oubliette/fix-tests" },
-      input: z.object({
-        project_id: ProjectIdSchema,
-        workspace_id: WorkspaceIdSchema.default(DEFAULT_WORKSPACE),
-        branch: BranchSchema,
-      }),
+      input: z.object({ ...workspaceOf, branch: BranchSchema }),
       async handler(args, ctx) {
         ctx.authorizeProject(args.project_id);
-        const info = unwrap(await objects.project(ctx.env, args.project_id).info());
-        if (info.remote_url === null)
-          throw new AppError("invalid_arguments", `project ${args.project_id} has no remote_url to push to`);
-        ctx.auditTarget(`${args.project_id} ${args.workspace_id} ${args.branch}`);
+        const info = await projectRemote(ctx.env, args.project_id);
+        ctx.auditTarget(`${args.project_id} ${args.workspace_id} ${args.branch ?? ""}`.trim());
         const pushed = await onProjectHost(
           ctx.env,
           args.project_id,
           TunnelMethod.workspacePush,
           {
             workspace_id: args.workspace_id,
-            branch: args.branch,
+            ...(args.branch !== undefined ? { branch: args.branch } : {}),
             remote_url: info.remote_url,
             ...(info.git_credential !== null ? { git_credential: info.git_credential } : {}),
           },
           WorkspacePushResultSchema,
           { signal: ctx.signal },
         );
+        await tellSessions(ctx.env, args.project_id, args.workspace_id, {
+          type: "git_pushed",
+          ...pushed,
+          remote_url: info.remote_url,
+          by: "caller",
+        });
         return { ...pushed, remote_url: info.remote_url };
+      },
+    }),
+    pull_request: action({
+      description:
+        "Open a pull request (GitHub, GitHub Enterprise, Gitea-compatible) or merge request (GitLab) for a pushed branch, " +
+        "through the forge's API from the host with the project's git_credential; returns its URL. " +
+        "The forge is known from remote_url (github.com, gitlab.com) or the project's forge setting.",
+      access: "write",
+      target: "project",
+      timing: "async_short",
+      example: {
+        project_id: EXAMPLE_PROJECT,
+        workspace_id: "default",
+        head: "oubliette/fix-tests",
+        title: "Fix the failing tests",
+      },
+      input: z.object({
+        ...workspaceOf,
+        head: GitBranchSchema.optional().describe(
+          "The branch to merge (default: the branch the workspace was started on). Push it first.",
+        ),
+        base: GitBranchSchema.optional().describe(
+          "The branch to merge into (default: the remote's default branch).",
+        ),
+        title: z.string().min(1).max(256),
+        body: z
+          .string()
+          .max(64 * 1024)
+          .default(""),
+        draft: z.boolean().default(false),
+      }),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const info = await projectRemote(ctx.env, args.project_id);
+        if (info.git_credential === null)
+          throw new AppError(
+            "invalid_arguments",
+            `project ${args.project_id} has no git_credential; the forge's API needs the host's token`,
+          );
+        ctx.auditTarget(`${args.project_id} ${args.workspace_id} ${args.head ?? ""}`.trim());
+        const opened = await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.workspacePullRequest,
+          {
+            workspace_id: args.workspace_id,
+            remote_url: info.remote_url,
+            git_credential: info.git_credential,
+            forge: info.forge ?? {},
+            ...(args.head !== undefined ? { head: args.head } : {}),
+            ...(args.base !== undefined ? { base: args.base } : {}),
+            title: args.title,
+            body: args.body,
+            draft: args.draft,
+          },
+          WorkspacePullRequestResultSchema,
+          { signal: ctx.signal },
+        );
+        await tellSessions(ctx.env, args.project_id, args.workspace_id, {
+          type: "pull_request_opened",
+          ...opened,
+          title: args.title,
+        });
+        return opened;
       },
     }),
     delete: action({
