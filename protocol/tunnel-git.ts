@@ -21,7 +21,7 @@ export const GitRevisionSchema = z
   .regex(/^(?!-)[A-Za-z0-9._/~^@{}-]{1,200}$/, "a revision is a branch, tag or commit name");
 
 /** A commit's author (and committer). */
-export const GitAuthorSchema = z.object({
+export const GitAuthorSchema = z.strictObject({
   name: z
     .string()
     .min(1)
@@ -126,7 +126,7 @@ export const WorkspaceGitResultSchema = z.discriminatedUnion("op", [
 export type WorkspaceGitResult = z.infer<typeof WorkspaceGitResultSchema>;
 
 /** Where a forge's API is: derived from the remote unless given. */
-export const ForgeSettingsSchema = z.object({
+export const ForgeSettingsSchema = z.strictObject({
   kind: z.enum(["github", "gitlab"]).optional(),
   api_url: z
     .string()

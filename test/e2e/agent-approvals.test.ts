@@ -18,49 +18,15 @@ import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js"
 import { TestCaller } from "../support/caller.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
+import { HOST_KEY, MODELS, modelEnv, shellCall } from "./agent-cli.js";
 
 type ApprovalRequestEvent = Extract<SessionEvent, { type: "approval_request" }>;
 
-const HOST_KEY = "sk-oubliette-e2e-host-key-0123456789abcdef";
-const MODELS: Partial<Record<AgentRuntime, string>> = {
-  claude: "claude-sonnet-4-5",
-  droid: "claude-sonnet-4-5",
-  codex: "gpt-5",
-  opencode: "gpt-5",
-  gemini: "gemini-2.5-pro",
-};
 const LOOKUP = {
   name: "lookup",
   description: "Look a word up in the caller's dictionary.",
   inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
 };
-
-/** Each CLI's own shell tool, as its model calls it. */
-function shellCall(
-  runtime: AgentRuntime,
-  command: string,
-): { tool: string; arguments: Record<string, unknown> } {
-  switch (runtime) {
-    case "claude":
-      return { tool: "Bash", arguments: { command, description: "Make a file" } };
-    case "droid":
-      return {
-        tool: "Execute",
-        arguments: {
-          command,
-          summary: "Make a file",
-          riskLevel: "low",
-          riskLevelReason: "It makes one file.",
-        },
-      };
-    case "codex":
-      return { tool: "exec_command", arguments: { cmd: command } };
-    case "opencode":
-      return { tool: "bash", arguments: { command } };
-    default:
-      return { tool: "run_shell_command", arguments: { command } };
-  }
-}
 
 /** Shell commands ask; caller tools of `ant` ask; everything else runs unasked. */
 const POLICY: ApprovalPolicy = {
@@ -131,14 +97,7 @@ beforeAll(async () => {
   await stack.addHost({
     runtime: "docker",
     image: inject("droidImage"),
-    extraEnv: {
-      OUBLIETTE_ANTHROPIC_API_KEY: HOST_KEY,
-      OUBLIETTE_ANTHROPIC_BASE_URL: model.url,
-      OUBLIETTE_OPENAI_API_KEY: HOST_KEY,
-      OUBLIETTE_OPENAI_BASE_URL: model.url,
-      OUBLIETTE_GEMINI_API_KEY: HOST_KEY,
-      OUBLIETTE_GEMINI_BASE_URL: model.url,
-    },
+    extraEnv: modelEnv(model.url),
   });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
 }, 180_000);
