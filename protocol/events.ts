@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentRestartedSchema, CommonAgentEventSchemas, DroidStatusSchema } from "./agent-events.js";
+import { PushOutcomeSchema } from "./tunnel-projects.js";
 
 export { type DroidStatus, DroidStatusSchema } from "./agent-events.js";
 
@@ -142,7 +143,7 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     type: z.literal("git_pushed"),
     branch: z.string(),
     commit: z.string(),
-    outcome: z.enum(["created", "updated", "up_to_date"]),
+    outcome: PushOutcomeSchema,
     remote_url: z.string(),
     by: z.enum(["agent", "caller"]),
   }),

@@ -12,6 +12,7 @@ import {
   GitBranchSchema,
   GitCredentialNameSchema,
   MAX_WORKSPACE_READ_BYTES,
+  PushOutcomeSchema,
   RemoteUrlSchema,
 } from "./tunnel-projects.js";
 
@@ -196,14 +197,14 @@ export const GitPushParamsSchema = z.object({
 });
 export const GitPushResultSchema = z.object({
   commit: z.string(),
-  outcome: z.enum(["created", "updated", "up_to_date"]),
+  outcome: PushOutcomeSchema,
 });
 
 /** `git_pushed` (host → session, notification): the session's agent pushed a branch through the host. */
 export const GitPushedParamsSchema = z.object({
   branch: GitBranchSchema,
   commit: z.string(),
-  outcome: z.enum(["created", "updated", "up_to_date"]),
+  outcome: PushOutcomeSchema,
   remote_url: z.string().max(2048),
 });
 export type GitPushed = z.infer<typeof GitPushedParamsSchema>;

@@ -117,10 +117,13 @@ export const WorkspacePushParamsSchema = z.object({
   remote_url: RemoteUrlSchema,
   git_credential: GitCredentialNameSchema.optional(),
 });
+/** What a remote said of a pushed branch: new, a fast-forward, or already there. */
+export const PushOutcomeSchema = z.enum(["created", "updated", "up_to_date"]);
+
 export const WorkspacePushResultSchema = z.object({
   branch: z.string(),
   commit: z.string(),
-  outcome: z.enum(["created", "updated", "up_to_date"]),
+  outcome: PushOutcomeSchema,
 });
 
 /** `container_exec`: run an argv in the project's container (never through a shell on the host). */

@@ -15,14 +15,18 @@ import { checkRemote } from "./remote-policy.js";
 import { workspaceGit } from "./workspace-git.js";
 import { type BranchPush, pushWorkspace } from "./workspace-push.js";
 
-/** What of a project's runtime its git uses. */
-export interface GitWorkspaces {
+/** Runs commands in a workspace of the project's container, as its session (ContainerCommands). */
+export interface WorkspaceCommands {
   execInWorkspace(
     workspaceId: string,
     params: Omit<ContainerExecParams, "project_id" | "cwd">,
     stdout?: StdoutSink,
   ): Promise<ContainerExecResult>;
-  workspaces: { branchOf(workspaceId: string): Promise<{ name: string; base_commit: string | null } | null> };
+}
+
+/** The branch each workspace was started on (Workspaces). */
+export interface WorkspaceBranches {
+  branchOf(workspaceId: string): Promise<{ name: string; base_commit: string | null } | null>;
 }
 
 export interface PullRequestInput {
@@ -42,7 +46,8 @@ export class ProjectGit {
   readonly #incoming: string;
 
   constructor(
-    readonly project: GitWorkspaces,
+    readonly commands: WorkspaceCommands,
+    readonly branches: WorkspaceBranches,
     paths: { repo: string; incoming: string },
     readonly settings: HostGitSettings,
   ) {
@@ -53,20 +58,19 @@ export class ProjectGit {
   /** status, diff or commit, in the container as the workspace's session. */
   workspace(params: WorkspaceGitParams): Promise<WorkspaceGitResult> {
     const exec = (command: string[], limits?: { outputBytes?: number; timeoutMs?: number }) =>
-      this.project.execInWorkspace(params.workspace_id, {
+      this.commands.execInWorkspace(params.workspace_id, {
         command,
         timeout_ms: limits?.timeoutMs ?? 120_000,
         output_limit_bytes: limits?.outputBytes ?? 64 * 1024,
       });
-    const baseOf = async () =>
-      (await this.project.workspaces.branchOf(params.workspace_id))?.base_commit ?? null;
+    const baseOf = async () => (await this.branches.branchOf(params.workspace_id))?.base_commit ?? null;
     return workspaceGit(exec, params, baseOf);
   }
 
   /** A branch of a workspace to the remote, through the project's repository here. */
   push(workspaceId: string, push: BranchPush): Promise<PushResult> {
     const exec = (command: string[], stdout: StdoutSink, timeoutMs: number) =>
-      this.project.execInWorkspace(
+      this.commands.execInWorkspace(
         workspaceId,
         { command, timeout_ms: timeoutMs, output_limit_bytes: 16 * 1024 },
         stdout,
@@ -99,7 +103,7 @@ export class ProjectGit {
 
   /** The branch a workspace was started on (a session's own), for a push or pull request that names none. */
   async branchOf(workspaceId: string): Promise<string> {
-    const branch = await this.project.workspaces.branchOf(workspaceId);
+    const branch = await this.branches.branchOf(workspaceId);
     if (branch === null)
       throw new HostError(
         "invalid",

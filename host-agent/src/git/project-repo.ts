@@ -8,7 +8,8 @@
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { GitBranchSchema } from "../../../protocol/tunnel-projects.js";
+import type { z } from "zod";
+import { GitBranchSchema, type WorkspacePushResultSchema } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "../projects/errors.js";
 import type { HostGitSettings } from "../projects/git.js";
 import { runGit } from "./git-run.js";
@@ -22,12 +23,8 @@ export function checkBranch(branch: string): void {
     throw new HostError("invalid", `${JSON.stringify(branch)} is not a branch name this host pushes`);
 }
 
-export interface PushResult {
-  branch: string;
-  commit: string;
-  /** What the remote said of it: a new branch, a fast-forward, or already there. */
-  outcome: "created" | "updated" | "up_to_date";
-}
+/** A pushed branch, its commit, and what the remote said of it (the tunnel's answer). */
+export type PushResult = z.infer<typeof WorkspacePushResultSchema>;
 
 export class ProjectRepo {
   constructor(

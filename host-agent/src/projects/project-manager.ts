@@ -226,11 +226,11 @@ export class ProjectManager {
 
   /** Runs a user's command in the project's container; `signal` (the Worker cancelled it) kills it. */
   exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult> {
-    return this.#existing(params.project_id).exec(params, signal);
+    return this.#existing(params.project_id).commands.exec(params, signal);
   }
 
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {
-    return this.#existing(params.project_id).logs(params);
+    return this.#existing(params.project_id).commands.logs(params);
   }
 
   /**

@@ -9,39 +9,32 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { agentImageRef } from "../../../protocol/agent-runtimes.js";
-import { failureToRpcError } from "../../../protocol/caller-tools.js";
-import { Identities, sessionGitEnv, sessionSocketPath } from "../../../protocol/container-layout.js";
+import { sessionGitEnv, sessionSocketPath } from "../../../protocol/container-layout.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
-import type { RunnerAgent } from "../../../protocol/socket.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type { SessionGit } from "../../../protocol/tunnel-git.js";
-import type {
-  ContainerExecParams,
-  ContainerExecResult,
-  ContainerLogsParams,
-  ContainerLogsResult,
-} from "../../../protocol/tunnel-projects.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { DiskWatch, mib } from "../disk/disk-watch.js";
 import { ProjectVolume, type VolumeUsage } from "../disk/project-volume.js";
 import { AgentGit } from "../git/agent-git.js";
 import { ProjectGit } from "../git/project-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
-import type { AdoptedProject, AgentRuntime, ExecIdentity, StdoutSink, Workload } from "../runtime/types.js";
+import type { AdoptedProject, AgentRuntime, Workload } from "../runtime/types.js";
 import { RunnerLink } from "../sessions/runner-link.js";
-import { SessionRuntime } from "../sessions/session-runtime.js";
-import type { ContainerHandlers } from "../socket/index.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
+import { ContainerCommands } from "./container-commands.js";
+import { containerHandlers } from "./container-handlers.js";
 import { ContainerSockets } from "./container-sockets.js";
 import { HostError } from "./errors.js";
 import type { HostGitSettings } from "./git.js";
 import { resolveLimits } from "./limits.js";
 import type { OwnershipMode } from "./ownership.js";
 import type { ProjectPaths } from "./project-paths.js";
+import { ProjectSessions, type SessionBox } from "./project-sessions.js";
 import { RecordStore } from "./record-store.js";
-import { SessionIdentities, type SessionIdentity } from "./session-identity.js";
-import { Workspaces, workspaceOfPath } from "./workspaces.js";
+import { SessionIdentities } from "./session-identity.js";
+import { Workspaces } from "./workspaces.js";
 
 /** Which agent a session runs (default: the scripted droid). */
 export type SessionAgent = NonNullable<SessionSpec["agent"]>;
@@ -80,12 +73,6 @@ interface Box {
   stopping: boolean;
 }
 
-interface RunningSession {
-  session: SessionRuntime;
-  workspaceId: string;
-  uid: number | null;
-}
-
 /** How long a re-adopted container's runner gets to say hello (it retries every second at most). */
 const ADOPT_HELLO_WAIT_MS = 10_000;
 
@@ -100,7 +87,9 @@ export class ProjectRuntime {
   readonly #volume: ProjectVolume;
   readonly #identities: SessionIdentities;
   readonly #diskWatch: DiskWatch;
-  readonly #sessions = new Map<string, RunningSession>();
+  readonly #sessions: ProjectSessions;
+  /** Commands in the running container: exec, the host's git in a workspace, logs. */
+  readonly commands: ContainerCommands;
   #box: Box | null = null;
   #ephemeral = false;
   #chain: Promise<unknown> = Promise.resolve();
@@ -131,7 +120,24 @@ export class ProjectRuntime {
       volume: () => this.#volume.ensure(),
       logger: this.#log,
     });
-    this.git = new ProjectGit(this, paths, options.git);
+    this.#sessions = new ProjectSessions({
+      models: options.models,
+      workerUrl: options.workerUrl,
+      hostToken: options.hostToken,
+      hostId: options.hostId,
+      logger: this.#log,
+      timing: options.timing,
+      onOpened: options.onSessionOpened,
+      onClosed: (box, sessionId) => this.#sessionClosed(box, sessionId),
+    });
+    this.commands = new ContainerCommands({
+      projectId: options.projectId,
+      workload: () => this.#running().workload as Workload,
+      workspaces: this.workspaces,
+      sessions: this.#sessions,
+      separate: options.runtime.separatesSessions,
+    });
+    this.git = new ProjectGit(this.commands, this.workspaces, paths, options.git);
     this.#agentGit = new AgentGit(this.git, async () => (await this.#record.read()).git ?? null);
   }
 
@@ -149,7 +155,7 @@ export class ProjectRuntime {
   }
 
   get sessionIds(): string[] {
-    return [...this.#sessions.keys()];
+    return this.#sessions.ids();
   }
 
   /** How this project's disk use is bounded here, and the bound (MiB). */
@@ -159,7 +165,7 @@ export class ProjectRuntime {
 
   /** Whether a session of this project works in `workspaceId`. */
   usesWorkspace(workspaceId: string): boolean {
-    return [...this.#sessions.values()].some((s) => s.workspaceId === workspaceId && !s.session.closing);
+    return this.#sessions.usesWorkspace(workspaceId);
   }
 
   /** Makes the project's volume ready with its disk bound (before its workspaces are made). */
@@ -244,7 +250,12 @@ export class ProjectRuntime {
     const modelToken = agent.runtime === "scripted" ? null : `oubm_${randomBytes(24).toString("hex")}`;
     const models = modelToken === null ? null : { token: modelToken, budgetUsd: agent.max_cost_usd };
     const token = randomBytes(32).toString("hex");
-    const { session, opened } = this.#session(box, { sessionId, token, ...identity }, workspaceId, models);
+    const { session, opened } = this.#sessions.open(
+      box,
+      { sessionId, token, ...identity },
+      workspaceId,
+      models,
+    );
     await opened;
     session.start({
       cwd: join(paths.workspaceRoot, workspaceId),
@@ -283,64 +294,14 @@ export class ProjectRuntime {
   }
 
   reconnectTunnels(): void {
-    for (const { session } of this.#sessions.values()) session.reconnectTunnel();
+    this.#sessions.reconnectAll();
   }
 
   /** Leaves the container running for the next host-agent: closes the tunnels and the sockets. */
   async detach(): Promise<void> {
     this.#diskWatch.stop();
-    await Promise.all([...this.#sessions.values()].map(({ session }) => session.detach()));
+    await this.#sessions.detachAll();
     if (this.#box) await this.#closeBox(this.#box);
-  }
-
-  /**
-   * A user's command in the container, as the exec identity (every workspace's group, no
-   * secrets); with `stdout`, its output goes there as bytes (see StdoutSink).
-   */
-  async exec(
-    params: ContainerExecParams,
-    signal?: AbortSignal,
-    stdout?: StdoutSink,
-  ): Promise<ContainerExecResult> {
-    const box = this.#running();
-    const identity: ExecIdentity | undefined = this.#o.runtime.separatesSessions
-      ? { uid: Identities.execUid, gid: Identities.projectGid, groups: await this.workspaces.gids() }
-      : undefined;
-    return (box.workload as Workload).exec(params, signal, identity, stdout);
-  }
-
-  /**
-   * A command in a workspace, as that workspace's session (the uid of one that runs in it, else
-   * the exec user) with that workspace's group only: what git does there for the host
-   * (docs/git.md) reaches nothing the workspace's own agent could not.
-   */
-  async execInWorkspace(
-    workspaceId: string,
-    params: Omit<ContainerExecParams, "project_id" | "cwd">,
-    stdout?: StdoutSink,
-  ): Promise<ContainerExecResult> {
-    const box = this.#running();
-    if (!(await this.workspaces.exists(workspaceId)))
-      throw new HostError("not_found", `project ${this.projectId} has no workspace ${workspaceId} here`);
-    let identity: ExecIdentity | undefined;
-    if (this.#o.runtime.separatesSessions) {
-      const gid = await this.workspaces.gidOf(workspaceId);
-      const session = [...this.#sessions.values()].find(
-        (s) => s.workspaceId === workspaceId && s.uid !== null,
-      );
-      identity = { uid: session?.uid ?? Identities.execUid, gid, groups: [gid] };
-    }
-    const cwd = this.workspaces.containerPath(workspaceId);
-    return (box.workload as Workload).exec(
-      { ...params, project_id: this.projectId, cwd },
-      undefined,
-      identity,
-      stdout,
-    );
-  }
-
-  async logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {
-    return (this.#running().workload as Workload).logs(params);
   }
 
   #running(): Box {
@@ -401,7 +362,7 @@ export class ProjectRuntime {
     box.stopping = true;
     this.#diskWatch.stop();
     // Each session's object hears why (session_end) before its agent goes with the container.
-    await Promise.all([...this.#sessions.values()].map(({ session }) => session.end(reason)));
+    await this.#sessions.endAll(reason);
     await box.workload
       ?.stop(reason)
       .catch((err: Error) => this.#log.warn({ err: err.message }, "container stop failed"));
@@ -415,9 +376,11 @@ export class ProjectRuntime {
     const runner = new RunnerLink({
       logger: this.#log,
       onAgents: (agents) => {
-        box.adopting = this.#onAgents(box, agents).catch((err: Error) =>
-          this.#log.error({ err: err.message }, "could not serve the runner's sessions again"),
-        );
+        box.adopting = this.#sessions
+          .adopt(box, agents)
+          .catch((err: Error) =>
+            this.#log.error({ err: err.message }, "could not serve the runner's sessions again"),
+          );
       },
     });
     const sockets = new ContainerSockets({
@@ -425,7 +388,10 @@ export class ProjectRuntime {
       paths: this.#o.paths,
       ownership: this.#o.ownership,
       runnerToken,
-      handlers: this.#handlers(runner),
+      handlers: containerHandlers(this.#sessions, runner, {
+        agentGit: this.#agentGit,
+        workspaceRoot: this.#workloadPaths().workspaceRoot,
+      }),
       models: this.#o.models,
       logger: this.#log,
     });
@@ -447,86 +413,7 @@ export class ProjectRuntime {
     await box.sockets.close();
   }
 
-  #handlers(runner: RunnerLink): ContainerHandlers {
-    const session = (sessionId: string) => {
-      const entry = this.#sessions.get(sessionId);
-      if (!entry) throw failureToRpcError("session_ended", "the session has ended on this host");
-      return entry.session;
-    };
-    return {
-      callerTool: async (sessionId, request, ctx) => session(sessionId).callerTool(request, ctx),
-      oubliette: async (sessionId, method, params, ctx) => session(sessionId).oubliette(method, params, ctx),
-      admitRunner: (connection) => runner.admit(connection),
-      runnerConnected: (connection, agents) => runner.attach(connection, agents),
-      runnerGone: (connection) => runner.detach(connection),
-      agentEvents: (sessionId, events) => this.#sessions.get(sessionId)?.session.agentEvents(events),
-      // A session this host does not run: an error, which the runner turns into a deny.
-      approval: async (params, ctx) => session(params.session_id).approval(params, ctx),
-      git: {
-        list: (_sessionId, params) => this.#agentGit.list(params),
-        push: async (sessionId, params) => {
-          const entry = this.#sessions.get(sessionId);
-          // A re-adopted session's workspace is not known here: the repository's path names it.
-          const workspaceId =
-            entry?.workspaceId || workspaceOfPath(params.git_dir, this.#workloadPaths().workspaceRoot);
-          const pushed = await this.#agentGit.push(workspaceId, params);
-          entry?.session.gitPushed(pushed);
-          return { commit: pushed.commit, outcome: pushed.outcome };
-        },
-      },
-    };
-  }
-
-  /**
-   * The runner reported its agents: sessions this host does not know yet are re-adopted, at once
-   * (the runner's events for them follow its hello and must find them), each as the uid and gid
-   * the runner runs it as; their sockets open meanwhile (their clients retry until then).
-   */
-  async #onAgents(box: Box, agents: RunnerAgent[]): Promise<void> {
-    const opening: Promise<void>[] = [];
-    for (const agent of agents) {
-      if (this.#sessions.has(agent.session_id) || agent.status === "idle") continue;
-      const identity = { uid: agent.uid ?? null, gid: agent.gid ?? null };
-      // Its budget is not known here after a restart; its usage goes on being counted.
-      const models = agent.model_token !== undefined ? { token: agent.model_token } : null;
-      const peer = { sessionId: agent.session_id, token: agent.session_token, ...identity };
-      const { session, opened } = this.#session(box, peer, null, models);
-      session.adopt(agent);
-      opening.push(opened);
-    }
-    await Promise.all(opening);
-  }
-
-  /** A session served here: registered at once; `opened` settles once its socket listens. */
-  #session(
-    box: Box,
-    peer: { sessionId: string; token: string } & SessionIdentity,
-    workspaceId: string | null,
-    models: { token: string; budgetUsd?: number | undefined } | null,
-  ): { session: SessionRuntime; opened: Promise<void> } {
-    const { sessionId } = peer;
-    const session = new SessionRuntime({
-      models: models && { proxy: this.#o.models, ...models },
-      sessionId,
-      sessionToken: peer.token,
-      workerUrl: this.#o.workerUrl,
-      hostToken: this.#o.hostToken,
-      hostId: this.#o.hostId,
-      logger: this.#log,
-      timing: this.#o.timing,
-      runner: box.runner,
-      pushConfig: (config) => box.sockets.setCallerToolsConfig(sessionId, config),
-      pushToolsChanged: () => box.sockets.oublietteToolsChanged(sessionId),
-      onClosed: (id) => void this.#sessionClosed(box, id),
-    });
-    // A re-adopted session's workspace is not known here; it blocks no workspace deletion.
-    this.#sessions.set(sessionId, { session, workspaceId: workspaceId ?? "", uid: peer.uid });
-    this.#o.onSessionOpened(sessionId);
-    return { session, opened: box.sockets.openSession(peer) };
-  }
-
-  async #sessionClosed(box: Box, sessionId: string): Promise<void> {
-    this.#sessions.delete(sessionId);
+  async #sessionClosed(box: SessionBox, sessionId: string): Promise<void> {
     this.#o.onSessionClosed(sessionId);
     await box.sockets.closeSession(sessionId);
     await this.#identities
@@ -545,9 +432,7 @@ export class ProjectRuntime {
       limit_mb: mib(usage.limitBytes),
       message: error.message,
     };
-    await Promise.all(
-      [...this.#sessions.values()].map(({ session }) => session.end(`disk_limit: ${error.message}`, notice)),
-    );
+    await this.#sessions.endAll(`disk_limit: ${error.message}`, notice);
   }
 
   #watch(box: Box): void {

@@ -1,0 +1,71 @@
+/**
+ * Commands in a project's running container: a user's (`container exec`, as the exec identity
+ * with every workspace's group), the host's in one workspace (its git, as that workspace's session
+ * with that workspace's group only: it reaches nothing the workspace's own agent could not), and
+ * the container's logs.
+ */
+import { Identities } from "../../../protocol/container-layout.js";
+import type {
+  ContainerExecParams,
+  ContainerExecResult,
+  ContainerLogsParams,
+  ContainerLogsResult,
+} from "../../../protocol/tunnel-projects.js";
+import type { ExecIdentity, StdoutSink, Workload } from "../runtime/types.js";
+import { HostError } from "./errors.js";
+import type { ProjectSessions } from "./project-sessions.js";
+import type { Workspaces } from "./workspaces.js";
+
+export interface ContainerCommandsOptions {
+  projectId: string;
+  /** The running container (throws not_running when there is none). */
+  workload(): Workload;
+  workspaces: Workspaces;
+  sessions: ProjectSessions;
+  /** Whether commands run as uids of their own here (Docker). */
+  separate: boolean;
+}
+
+export class ContainerCommands {
+  readonly #o: ContainerCommandsOptions;
+
+  constructor(options: ContainerCommandsOptions) {
+    this.#o = options;
+  }
+
+  /** A user's command; with `stdout`, its output goes there as bytes (see StdoutSink). */
+  async exec(
+    params: ContainerExecParams,
+    signal?: AbortSignal,
+    stdout?: StdoutSink,
+  ): Promise<ContainerExecResult> {
+    const workload = this.#o.workload();
+    const identity: ExecIdentity | undefined = this.#o.separate
+      ? { uid: Identities.execUid, gid: Identities.projectGid, groups: await this.#o.workspaces.gids() }
+      : undefined;
+    return workload.exec(params, signal, identity, stdout);
+  }
+
+  /** A command in a workspace, as its session (the uid of one that runs in it, else the exec user). */
+  async execInWorkspace(
+    workspaceId: string,
+    params: Omit<ContainerExecParams, "project_id" | "cwd">,
+    stdout?: StdoutSink,
+  ): Promise<ContainerExecResult> {
+    const { workspaces, sessions, projectId } = this.#o;
+    const workload = this.#o.workload();
+    if (!(await workspaces.exists(workspaceId)))
+      throw new HostError("not_found", `project ${projectId} has no workspace ${workspaceId} here`);
+    let identity: ExecIdentity | undefined;
+    if (this.#o.separate) {
+      const gid = await workspaces.gidOf(workspaceId);
+      identity = { uid: sessions.uidIn(workspaceId) ?? Identities.execUid, gid, groups: [gid] };
+    }
+    const cwd = workspaces.containerPath(workspaceId);
+    return workload.exec({ ...params, project_id: projectId, cwd }, undefined, identity, stdout);
+  }
+
+  logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {
+    return this.#o.workload().logs(params);
+  }
+}
