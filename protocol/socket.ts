@@ -19,6 +19,10 @@ import {
 } from "./oubliette-tools.js";
 import { defineNotification, defineRequest, EmptyResultSchema, methodNames } from "./rpc/method.js";
 import {
+  GitFetchParamsSchema,
+  GitFetchReadParamsSchema,
+  GitFetchReadResultSchema,
+  GitFetchResultSchema,
   GitListParamsSchema,
   GitListResultSchema,
   GitPushParamsSchema,
@@ -269,6 +273,11 @@ export const SocketMethods = {
   /** git-remote-oubliette → host-agent: the project remote's branches, and a push there (docs/git.md). */
   gitList: defineRequest("git_list", { params: GitListParamsSchema, result: GitListResultSchema }),
   gitPush: defineRequest("git_push", { params: GitPushParamsSchema, result: GitPushResultSchema }),
+  gitFetch: defineRequest("git_fetch", { params: GitFetchParamsSchema, result: GitFetchResultSchema }),
+  gitFetchRead: defineRequest("git_fetch_read", {
+    params: GitFetchReadParamsSchema,
+    result: GitFetchReadResultSchema,
+  }),
   /** host-agent → client notification: the key's tools may have changed; list them again. */
   oublietteToolsChanged: defineNotification("oubliette_tools_changed", {
     params: OublietteToolsChangedParamsSchema,

@@ -200,6 +200,30 @@ export const GitPushResultSchema = z.object({
   outcome: PushOutcomeSchema,
 });
 
+/**
+ * `git_fetch` (container-client → host-agent): fetch branches of the project's remote into the
+ * project's repository on the host and make a bundle of them; the client reads it with
+ * `git_fetch_read` and unbundles it in its repository.
+ */
+export const GitFetchParamsSchema = z.object({
+  url: z.string().max(2048),
+  branches: z.array(GitBranchSchema).min(1).max(1000),
+});
+export const GitFetchResultSchema = z.object({
+  bundle_id: z.string().uuid(),
+  bytes: z.number().int().nonnegative(),
+});
+
+/** Largest chunk of a bundle one `git_fetch_read` answers (base64 in one socket line). */
+export const GIT_FETCH_CHUNK_BYTES = 512 * 1024;
+
+/** `git_fetch_read`: bytes of a fetched bundle from `offset` (base64); `eof` after the last. */
+export const GitFetchReadParamsSchema = z.object({
+  bundle_id: z.string().uuid(),
+  offset: z.number().int().nonnegative(),
+});
+export const GitFetchReadResultSchema = z.object({ data: z.string(), eof: z.boolean() });
+
 /** `git_pushed` (host → session, notification): the session's agent pushed a branch through the host. */
 export const GitPushedParamsSchema = z.object({
   branch: GitBranchSchema,

@@ -173,7 +173,7 @@ describe("sessions on branches of their own", () => {
     expect(refused?.message).toMatch(/401|Authentication failed|could not read/i);
   }, 300_000);
 
-  it("the agent's own git push goes through the host to the project's remote", async () => {
+  it("the agent's own git push and fetch go through the host to the project's remote", async () => {
     await host.call("workspace_create", {
       project_id: P,
       workspace_id: "agent",
@@ -213,8 +213,35 @@ describe("sessions on branches of their own", () => {
     expect(elsewhere.exit_code).not.toBe(0);
     expect(elsewhere.stderr).toContain("not this project's remote");
     expect(decoy.seen).toEqual([]);
+    // Work another workspace pushed reaches the agent with its own git fetch, through the host.
+    await host.call("workspace_create", {
+      project_id: P,
+      workspace_id: "peer",
+      remote_url: remote,
+      git_credential: "forge",
+      branch: { name: "oubliette/peer" },
+    });
+    await host.call("container_exec", {
+      project_id: P,
+      command: ["sh", "-c", "echo peer > peer.txt"],
+      cwd: "/workspace/peer",
+    });
+    const peerCommit = await git("peer", { op: "commit", message: "peer" });
+    await host.call("workspace_push", {
+      project_id: P,
+      workspace_id: "peer",
+      remote_url: remote,
+      git_credential: "forge",
+    });
+    const fetched = await droidExec(one, 7, [
+      "sh",
+      "-c",
+      "git fetch -q origin oubliette/peer && git rev-parse FETCH_HEAD && git show FETCH_HEAD:peer.txt",
+    ]);
+    expect(fetched.exit_code, fetched.stderr).toBe(0);
+    expect(fetched.stdout.split("\n").slice(0, 2)).toEqual([peerCommit.commit, "peer"]);
     // The agent's environment names the route through the host, never the token.
-    const env = await droidExec(one, 7, ["env"]);
+    const env = await droidExec(one, 8, ["env"]);
     expect(env.stdout).toContain(`url.oubliette::${remote}.insteadOf`);
     expect(env.stdout).not.toContain(GIT_TOKEN);
   }, 300_000);

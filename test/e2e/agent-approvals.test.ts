@@ -18,7 +18,7 @@ import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js"
 import { TestCaller } from "../support/caller.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
-import { HOST_KEY, MODELS, modelEnv, shellCall } from "./agent-cli.js";
+import { MODELS, modelEnv, shellCall } from "./agent-cli.js";
 
 type ApprovalRequestEvent = Extract<SessionEvent, { type: "approval_request" }>;
 

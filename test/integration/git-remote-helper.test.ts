@@ -7,7 +7,8 @@
  * `git_push` per ref, and the answers git shows.
  */
 import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -39,6 +40,7 @@ interface Seen {
   hellos: string[];
   pushes: { url: string; git_dir: string; src: string; dst: string }[];
   lists: number;
+  fetches: string[][];
 }
 
 let dir: string;
@@ -46,7 +48,10 @@ let server: Server;
 let socketPath: string;
 let repo: string;
 let env: NodeJS.ProcessEnv;
-const seen: Seen = { hellos: [], pushes: [], lists: 0 };
+const seen: Seen = { hellos: [], pushes: [], lists: 0, fetches: [] };
+const bundles = new Map<string, Buffer>();
+/** The project's remote as the fake host sees it. */
+let upstream: string;
 /** What the fake host answers to a push of `dst` (null: it takes it). */
 const refusals = new Map<string, string>();
 
@@ -65,7 +70,43 @@ beforeAll(async () => {
       seen.lists++;
       if (!sameRemote(params.url, REMOTE))
         throw new RpcError(RpcErrorCode.ServerError, "not this project's remote");
-      return { refs: [{ name: "refs/heads/main", oid: "1".repeat(40) }], head: "main" };
+      const out = execFileSync(
+        "git",
+        ["--git-dir", upstream, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads"],
+        {
+          encoding: "utf8",
+        },
+      );
+      const refs = out
+        .trim()
+        .split("\n")
+        .map((l) => {
+          const [oid, name] = l.split(" ");
+          return { oid: oid as string, name: name as string };
+        });
+      return { refs, head: "main" };
+    });
+    // The host's fetch, from the upstream repository: a bundle read back in small chunks.
+    peer.handle(SocketMethods.gitFetch, (params) => {
+      seen.fetches.push(params.branches);
+      const file = join(dir, `fetch-${seen.fetches.length}.bundle`);
+      execFileSync("git", [
+        "--git-dir",
+        upstream,
+        "bundle",
+        "create",
+        "-q",
+        file,
+        ...params.branches.map((b) => `refs/heads/${b}`),
+      ]);
+      const bundle_id = randomUUID();
+      bundles.set(bundle_id, readFileSync(file));
+      return { bundle_id, bytes: bundles.get(bundle_id)?.length ?? 0 };
+    });
+    peer.handle(SocketMethods.gitFetchRead, (params) => {
+      const bytes = bundles.get(params.bundle_id) ?? Buffer.alloc(0);
+      const chunk = bytes.subarray(params.offset, params.offset + 700);
+      return { data: chunk.toString("base64"), eof: params.offset + chunk.length >= bytes.length };
     });
     peer.handle(SocketMethods.gitPush, (params) => {
       seen.pushes.push(params);
@@ -99,6 +140,24 @@ beforeAll(async () => {
     env: plain,
   });
   execFileSync("git", ["-C", repo, "branch", "feature"], { env: plain });
+  // The remote: what was committed so far, plus a branch only it has.
+  upstream = join(dir, "upstream.git");
+  execFileSync("git", ["clone", "-q", "--bare", repo, upstream], { env: plain });
+  const other = join(dir, "other");
+  execFileSync("git", ["clone", "-q", upstream, other], { env: plain });
+  execFileSync("git", ["-C", other, "checkout", "-q", "-b", "news"], { env: plain });
+  writeFileSync(join(other, "news.txt"), "news\n");
+  execFileSync("git", ["-C", other, "add", "."], { env: plain });
+  execFileSync("git", ["-C", other, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "news"], {
+    env: plain,
+  });
+  execFileSync("git", ["-C", other, "push", "-q", "origin", "news"], { env: plain });
+  // Local work the remote does not have yet.
+  writeFileSync(join(repo, "b.txt"), "b\n");
+  execFileSync("git", ["-C", repo, "add", "."], { env: plain });
+  execFileSync("git", ["-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two"], {
+    env: plain,
+  });
   env = {
     ...plain,
     ...sessionGitEnv(REMOTE),
@@ -117,7 +176,10 @@ afterAll(async () => {
 describe("git-remote-oubliette", () => {
   it("answers ls-remote from the host's list of the project's remote", async () => {
     const out = await gitAsync(["-C", repo, "ls-remote", "origin"], { env });
-    expect(out.stdout).toContain(`${"1".repeat(40)}\trefs/heads/main`);
+    const main = execFileSync("git", ["--git-dir", upstream, "rev-parse", "main"], {
+      encoding: "utf8",
+    }).trim();
+    expect(out.stdout).toContain(`${main}\trefs/heads/main`);
     expect(seen.hellos).toContain("git-remote-oubliette");
   }, 30_000);
 
@@ -145,6 +207,26 @@ describe("git-remote-oubliette", () => {
     expect(branches).not.toContain("oubliette-push");
   }, 30_000);
 
+  it("fetches a branch only the remote has, through the host's bundle read in chunks", async () => {
+    const news = execFileSync("git", ["--git-dir", upstream, "rev-parse", "news"], {
+      encoding: "utf8",
+    }).trim();
+    await gitAsync(["-C", repo, "fetch", "origin", "news"], { env });
+    expect(seen.fetches.at(-1)).toEqual(["news"]);
+    const fetched = execFileSync("git", ["-C", repo, "rev-parse", "FETCH_HEAD"], { encoding: "utf8" }).trim();
+    expect(fetched).toBe(news);
+    const file = execFileSync("git", ["-C", repo, "show", `${news}:news.txt`], { encoding: "utf8" });
+    expect(file).toBe("news\n");
+    // The bundle file is gone from the repository.
+    expect(readdirSync(join(repo, ".git")).filter((f) => f.startsWith("oubliette-fetch"))).toEqual([]);
+    // A plain fetch updates the remote-tracking branches.
+    await gitAsync(["-C", repo, "fetch", "origin"], { env });
+    const tracking = execFileSync("git", ["-C", repo, "rev-parse", "origin/news"], {
+      encoding: "utf8",
+    }).trim();
+    expect(tracking).toBe(news);
+  }, 30_000);
+
   it("shows the host's refusal as git's error for that ref", async () => {
     refusals.set("main", "the remote refused the push of main: non-fast-forward");
     const failed = await gitAsync(["-C", repo, "push", "origin", "main"], { env }).then(
@@ -156,7 +238,7 @@ describe("git-remote-oubliette", () => {
 
   it("refuses force pushes and deletions without asking the host", async () => {
     const before = seen.pushes.length;
-    const forced = await gitAsync(["-C", repo, "push", "--force", "origin", "feature"], { env }).then(
+    const forced = await gitAsync(["-C", repo, "push", "--force", "origin", "feature:news"], { env }).then(
       () => null,
       (error: { stderr?: string }) => error,
     );

@@ -81,6 +81,8 @@ describe("method descriptors", () => {
       sessionEvents: "session_events",
       gitList: "git_list",
       gitPush: "git_push",
+      gitFetch: "git_fetch",
+      gitFetchRead: "git_fetch_read",
       oublietteToolsChanged: "oubliette_tools_changed",
     });
     expect(TunnelMethod).toEqual({

@@ -5,8 +5,7 @@
  * this, which asks the host-agent over the session's socket. The host pushes from the project's
  * own repository with its credential, which never enters the container (docs/git.md).
  *
- * Capabilities: `push` and `list`. No `fetch` (the container gets new commits when its workspace
- * is made), no force pushes, no deletions.
+ * Capabilities: `list`, `push` (no force pushes, no deletions) and `fetch` (helper-fetch.ts).
  */
 import { execFile } from "node:child_process";
 import { resolve } from "node:path";
@@ -17,6 +16,7 @@ import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { Limits } from "../../../protocol/limits.js";
 import { AgentEnv, SocketMethods } from "../../../protocol/socket.js";
 import { openSocket } from "../socket/socket-session.js";
+import { fetchBranches, fetchThroughHost } from "./helper-fetch.js";
 
 /** A push of the whole bundle and the host's push: minutes for a large repository. */
 const PUSH_TIMEOUT_MS = 15 * 60_000;
@@ -93,16 +93,24 @@ async function push(peer: RpcPeer, url: string, gitDir: string, spec: PushSpec):
 /** Serves git's commands on `io` until it closes. */
 export async function serveRemoteHelper(peer: RpcPeer, url: string, gitDir: string, io: RemoteHelperIo) {
   let batch: PushSpec[] = [];
+  let fetches: string[] = [];
+  let head: string | null = null;
   for await (const line of io.lines) {
-    if (line === "capabilities") io.write("push\nlist\n\n");
+    if (line === "capabilities") io.write("fetch\npush\nlist\n\n");
     else if (line.startsWith("option ")) io.write("unsupported\n");
     else if (line === "list" || line === "list for-push") {
       const listed = await peer.request(SocketMethods.gitList, { url }, { timeoutMs: LIST_TIMEOUT_MS });
       const refs = listed.refs.map((ref) => `${ref.oid} ${ref.name}\n`).join("");
-      const head = listed.head !== null ? `@refs/heads/${listed.head} HEAD\n` : "";
-      io.write(`${refs}${head}\n`);
+      head = listed.head;
+      const symref = head !== null ? `@refs/heads/${head} HEAD\n` : "";
+      io.write(`${refs}${symref}\n`);
     } else if (line.startsWith("push ")) batch.push(parsePushSpec(line.slice(5)));
-    else if (line === "" && batch.length > 0) {
+    else if (line.startsWith("fetch ")) fetches.push(line.split(" ")[2] ?? "");
+    else if (line === "" && fetches.length > 0) {
+      await fetchThroughHost(peer, url, gitDir, fetchBranches(fetches, head));
+      fetches = [];
+      io.write("\n");
+    } else if (line === "" && batch.length > 0) {
       const answers: string[] = [];
       for (const spec of batch) answers.push(await push(peer, url, gitDir, spec));
       batch = [];

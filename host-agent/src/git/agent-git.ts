@@ -1,5 +1,5 @@
 /**
- * An agent's own `git push` / `git ls-remote` inside its container (docs/git.md): the container
+ * An agent's own `git push` / `git fetch` / `git ls-remote` inside its container (docs/git.md): the container
  * has no network, so the workspace's remote is reached through `git-remote-oubliette`, which asks
  * this host over the session's socket. Only the project's remote is served, with the host's
  * credential, and a push goes the way every push goes: the container bundles the branch as the
@@ -14,6 +14,8 @@ import type { ProjectGit } from "./project-git.js";
 
 type ListParams = ParsedParams<typeof SocketMethods.gitList>;
 type PushParams = ParsedParams<typeof SocketMethods.gitPush>;
+type FetchParams = ParsedParams<typeof SocketMethods.gitFetch>;
+type ReadParams = ParsedParams<typeof SocketMethods.gitFetchRead>;
 
 export class AgentGit {
   constructor(
@@ -27,6 +29,18 @@ export class AgentGit {
       const remote = await this.#remoteFor(params.url);
       return this.git.remoteRefs(remote.remote_url, remote.git_credential);
     });
+  }
+
+  /** Fetches the remote's branches into a bundle the client reads with `read`. */
+  async fetch(params: FetchParams): Promise<SentResult<typeof SocketMethods.gitFetch>> {
+    return answer(async () => {
+      const remote = await this.#remoteFor(params.url);
+      return this.git.fetchBundle(remote.remote_url, remote.git_credential, params.branches);
+    });
+  }
+
+  read(params: ReadParams): Promise<SentResult<typeof SocketMethods.gitFetchRead>> {
+    return answer(() => this.git.fetched.read(params.bundle_id, params.offset));
   }
 
   /** Pushes and returns what the session is told (`git_pushed`). */

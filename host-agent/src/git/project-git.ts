@@ -4,11 +4,13 @@
  * own repository (push, ls-remote, a forge's API) with the host's credential.
  */
 
+import { mkdir, rm } from "node:fs/promises";
 import type { ForgeSettings, WorkspaceGitParams, WorkspaceGitResult } from "../../../protocol/tunnel-git.js";
 import type { ContainerExecParams, ContainerExecResult } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "../projects/errors.js";
 import type { HostGitSettings } from "../projects/git.js";
 import type { StdoutSink } from "../runtime/types.js";
+import { FetchBundles } from "./fetch-bundles.js";
 import { forgeTarget, openPullRequest } from "./forge.js";
 import { ProjectRepo, type PushResult, type RemoteRefs } from "./project-repo.js";
 import { checkRemote } from "./remote-policy.js";
@@ -44,6 +46,8 @@ export interface PullRequestInput {
 export class ProjectGit {
   readonly #repo: ProjectRepo;
   readonly #incoming: string;
+  /** Bundles fetched for the agents' own `git fetch`, until they are read. */
+  readonly fetched: FetchBundles;
 
   constructor(
     readonly commands: WorkspaceCommands,
@@ -53,6 +57,7 @@ export class ProjectGit {
   ) {
     this.#repo = new ProjectRepo(paths.repo, settings);
     this.#incoming = paths.incoming;
+    this.fetched = new FetchBundles(paths.incoming);
   }
 
   /** status, diff or commit, in the container as the workspace's session. */
@@ -76,6 +81,23 @@ export class ProjectGit {
         stdout,
       );
     return pushWorkspace(exec, this.#repo, this.#incoming, push);
+  }
+
+  /** Fetches branches of the remote here and bundles them for the container: the bundle's id and size. */
+  async fetchBundle(
+    remoteUrl: string,
+    credential: string | undefined,
+    branches: string[],
+  ): Promise<{ bundle_id: string; bytes: number }> {
+    await mkdir(this.#incoming, { recursive: true, mode: 0o700 });
+    const { id, file } = this.fetched.path();
+    try {
+      await this.#repo.fetchBundle(remoteUrl, credential, branches, file);
+      return { bundle_id: id, bytes: await this.fetched.keep(id, file) };
+    } catch (error) {
+      await rm(file, { force: true });
+      throw error;
+    }
   }
 
   remoteRefs(remoteUrl: string, credential: string | undefined): Promise<RemoteRefs> {

@@ -94,6 +94,39 @@ export class ProjectRepo {
     return parseLsRemote(stdout);
   }
 
+  /**
+   * Fetches `branches` of the remote here (under refs/oubliette/fetched/, with the credential for
+   * that run) and writes a bundle of them to `file`, for a container that has no network.
+   */
+  async fetchBundle(
+    remoteUrl: string,
+    credential: string | undefined,
+    branches: string[],
+    file: string,
+  ): Promise<void> {
+    for (const branch of branches) checkBranch(branch);
+    const remote = await checkRemote(remoteUrl, this.git.policy);
+    const config = credential === undefined ? [] : this.git.credentials.configFor(credential, remote);
+    await this.ensure();
+    const gitDir = `--git-dir=${this.dir}`;
+    const refs = branches.map((b) => `refs/oubliette/fetched/${b}`);
+    await runGit(
+      [
+        gitDir,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--",
+        remoteUrl,
+        ...branches.map((b, i) => `+refs/heads/${b}:${refs[i]}`),
+      ],
+      PUSH_TIMEOUT_MS,
+      { protocols: [remote.protocol], config },
+    );
+    await runGit([gitDir, "bundle", "create", "--quiet", file, ...refs], PUSH_TIMEOUT_MS, { protocols: [] });
+  }
+
   /** Pushes `branch` to `remoteUrl` (checked by the host's policy) with the named credential. */
   async push(remoteUrl: string, branch: string, credential: string | undefined): Promise<PushResult> {
     checkBranch(branch);

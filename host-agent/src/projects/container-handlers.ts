@@ -26,6 +26,8 @@ export function containerHandlers(
     approval: async (params, ctx) => sessions.runtime(params.session_id).approval(params, ctx),
     git: {
       list: (_sessionId, params) => git.agentGit.list(params),
+      fetch: (_sessionId, params) => git.agentGit.fetch(params),
+      read: (_sessionId, params) => git.agentGit.read(params),
       push: async (sessionId, params) => {
         const entry = sessions.get(sessionId);
         // A re-adopted session's workspace is not known here: the repository's path names it.

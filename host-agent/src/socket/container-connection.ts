@@ -154,6 +154,10 @@ export class ContainerConnection {
     if (git) {
       peer.handle(SocketMethods.gitList, (params) => git.list(this.#clientSession("git_list"), params));
       peer.handle(SocketMethods.gitPush, (params) => git.push(this.#clientSession("git_push"), params));
+      peer.handle(SocketMethods.gitFetch, (params) => git.fetch(this.#clientSession("git_fetch"), params));
+      peer.handle(SocketMethods.gitFetchRead, (params) =>
+        git.read(this.#clientSession("git_fetch_read"), params),
+      );
     }
     peer.onNotification(SocketMethods.agentEvents, (params) => {
       if (this.#role === "runner") handlers.agentEvents(params.session_id, params.events);

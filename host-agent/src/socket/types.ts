@@ -78,6 +78,14 @@ export interface ContainerHandlers {
       sessionId: string,
       params: ParsedParams<typeof SocketMethods.gitList>,
     ): Promise<SentResult<typeof SocketMethods.gitList>>;
+    fetch(
+      sessionId: string,
+      params: ParsedParams<typeof SocketMethods.gitFetch>,
+    ): Promise<SentResult<typeof SocketMethods.gitFetch>>;
+    read(
+      sessionId: string,
+      params: ParsedParams<typeof SocketMethods.gitFetchRead>,
+    ): Promise<SentResult<typeof SocketMethods.gitFetchRead>>;
     push(
       sessionId: string,
       params: ParsedParams<typeof SocketMethods.gitPush>,

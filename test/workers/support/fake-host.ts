@@ -62,8 +62,10 @@ const PROJECT_METHODS = new Set<string>([
   TunnelMethod.containerLogs,
 ]);
 
-/** How a fake host answers: `{}`, or an error (code -32000) whose `data.reason` is `reason`. */
-export type HostAnswer = { ok: true } | { ok: false; reason: TunnelFailure; message: string };
+/** How a fake host answers: `result` (default `{}`), or an error (code -32000) whose `data.reason` is `reason`. */
+export type HostAnswer =
+  | { ok: true; result?: unknown }
+  | { ok: false; reason: TunnelFailure; message: string };
 
 export interface FakeHostOptions {
   maxSessions?: number;
@@ -98,12 +100,12 @@ export class FakeHost {
       `/v1/tunnel/host?host_id=${encodeURIComponent(hostId)}`,
       options.token ?? HOST_TOKEN,
     );
-    const answer = options.answer ?? (() => ({ ok: true }));
+    const answer = options.answer ?? ((): HostAnswer => ({ ok: true }));
     socket.onFrame((frame) => {
       if (frame.kind !== "request") return;
       const a = answer(hostRequest(frame));
       if (a === null) return;
-      if (a.ok) socket.reply(frame.id, {});
+      if (a.ok) socket.reply(frame.id, a.result ?? {});
       else
         socket.replyError(frame.id, {
           code: RpcErrorCode.ServerError,

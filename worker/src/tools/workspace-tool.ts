@@ -16,6 +16,8 @@ import {
 } from "../../../protocol/tunnel-projects.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
+import type { ToolContext } from "../flows/context.js";
+import { errorMessage } from "../log.js";
 import { objects } from "../objects/keys.js";
 import { DEFAULT_WORKSPACE, ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
 import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
@@ -32,13 +34,20 @@ const workspaceOf = {
   workspace_id: WorkspaceIdSchema.default(DEFAULT_WORKSPACE),
 };
 
-/** Runs status, diff or commit in a workspace (in the container, as its session; docs/git.md). */
-function workspaceGit(env: Env, params: z.input<typeof WorkspaceGitParamsSchema>, signal?: AbortSignal) {
+/**
+ * Runs status, diff or commit in a workspace (in the container, as its session; docs/git.md):
+ * the action's arguments without `action`, and `op` naming what to run.
+ */
+function workspaceGit(
+  env: Env,
+  { action: _action, ...args }: { action?: string } & z.input<typeof WorkspaceGitParamsSchema>,
+  signal?: AbortSignal,
+) {
   return onProjectHost(
     env,
-    params.project_id,
+    args.project_id,
     TunnelMethod.workspaceGit,
-    params,
+    args,
     WorkspaceGitResultSchema,
     signal ? { signal } : {},
   );
@@ -53,11 +62,23 @@ async function projectRemote(env: Env, projectId: string) {
   return { ...info, remote_url: remoteUrl };
 }
 
-/** Tells the sessions working in a workspace what happened to its branch. */
-async function tellSessions(env: Env, projectId: string, workspaceId: string, event: GitEvent) {
-  const workspaces = unwrap(await objects.project(env, projectId).listWorkspaces());
-  const sessions = workspaces.find((w) => w.workspace_id === workspaceId)?.running_sessions ?? [];
-  await Promise.all(sessions.map((id) => objects.session(env, id).gitEvent(event)));
+/**
+ * Tells the sessions working in a workspace what happened to its branch. The push or pull request
+ * is done either way: a session that cannot be told is logged, not the caller's failure.
+ */
+async function tellSessions(ctx: ToolContext, projectId: string, workspaceId: string, event: GitEvent) {
+  try {
+    const workspaces = unwrap(await objects.project(ctx.env, projectId).listWorkspaces());
+    const sessions = workspaces.find((w) => w.workspace_id === workspaceId)?.running_sessions ?? [];
+    await Promise.all(sessions.map((id) => objects.session(ctx.env, id).gitEvent(event)));
+  } catch (err) {
+    ctx.log.warn("could not tell a workspace's sessions of a git event", {
+      project_id: projectId,
+      workspace_id: workspaceId,
+      type: event.type,
+      error: errorMessage(err),
+    });
+  }
 }
 
 /** A path inside a workspace, relative to it (the host checks it cannot leave the workspace). */
@@ -243,7 +264,7 @@ export const workspaceTool = defineActionTool({
           WorkspacePushResultSchema,
           { signal: ctx.signal },
         );
-        await tellSessions(ctx.env, args.project_id, args.workspace_id, {
+        await tellSessions(ctx, args.project_id, args.workspace_id, {
           type: "git_pushed",
           ...pushed,
           remote_url: info.remote_url,
@@ -308,7 +329,7 @@ export const workspaceTool = defineActionTool({
           WorkspacePullRequestResultSchema,
           { signal: ctx.signal },
         );
-        await tellSessions(ctx.env, args.project_id, args.workspace_id, {
+        await tellSessions(ctx, args.project_id, args.workspace_id, {
           type: "pull_request_opened",
           ...opened,
           title: args.title,
