@@ -111,7 +111,11 @@ export class ProjectHost {
       () => this.worker.outputs(session).some((d) => d.op === "done" && d.id === id),
       `${session} ${id}`,
       120_000,
-    );
+    ).catch((error: Error) => {
+      // What the droid did last says where it stopped.
+      const last = JSON.stringify(this.worker.events(session).slice(-5)).slice(0, 3000);
+      throw new Error(`${error.message}; its last events: ${last}`);
+    });
     return this.worker.outputs(session).filter((d) => d.op === op);
   }
 
