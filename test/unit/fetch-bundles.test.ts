@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { FetchBundles } from "../../host-agent/src/git/fetch-bundles.js";
+import { FetchBundles, MAX_KEPT_BUNDLES } from "../../host-agent/src/git/fetch-bundles.js";
 import { GIT_FETCH_CHUNK_BYTES } from "../../protocol/tunnel-git.js";
 
 const dirs: string[] = [];
@@ -35,5 +35,17 @@ describe("fetched bundles", () => {
     expect(parts).toHaveLength(3);
     expect(existsSync(file)).toBe(false);
     await expect(bundles.read(id, 0)).rejects.toMatchObject({ reason: "not_found" });
+  });
+
+  it("refuses a new one while too many are unread", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oub-fetch-"));
+    dirs.push(dir);
+    const bundles = new FetchBundles(dir);
+    for (let i = 0; i < MAX_KEPT_BUNDLES; i++) {
+      const { id, file } = bundles.path();
+      writeFileSync(file, "x");
+      await bundles.keep(id, file);
+    }
+    expect(() => bundles.path()).toThrow(expect.objectContaining({ reason: "busy" }));
   });
 });

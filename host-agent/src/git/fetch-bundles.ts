@@ -10,6 +10,8 @@ import { GIT_FETCH_CHUNK_BYTES } from "../../../protocol/tunnel-git.js";
 import { HostError } from "../projects/errors.js";
 
 const KEEP_MS = 10 * 60_000;
+/** Most bundles a project keeps unread at once: an agent fetching in a loop fills no disk. */
+export const MAX_KEPT_BUNDLES = 4;
 
 interface Kept {
   file: string;
@@ -22,8 +24,10 @@ export class FetchBundles {
 
   constructor(readonly dir: string) {}
 
-  /** A new file name for a bundle (in the host's own directory). */
+  /** A new file name for a bundle (in the host's own directory); refused while too many are unread. */
   path(): { id: string; file: string } {
+    if (this.#kept.size >= MAX_KEPT_BUNDLES)
+      throw new HostError("busy", `${MAX_KEPT_BUNDLES} fetched bundles are still unread; read them or wait`);
     const id = randomUUID();
     return { id, file: join(this.dir, `fetch-${id}.bundle`) };
   }
