@@ -10,11 +10,13 @@
  * and message, never the token.
  */
 import type { z } from "zod";
+import type { ForgeSettings } from "../../../protocol/tunnel-git.js";
 import { HostError } from "../projects/errors.js";
 import { GITHUB } from "./forge-github.js";
 import { GITLAB } from "./forge-gitlab.js";
 
-export type ForgeKind = "github" | "gitlab";
+/** The forges the protocol names (`forge.kind`). */
+export type ForgeKind = NonNullable<ForgeSettings["kind"]>;
 
 export interface ForgeTarget {
   kind: ForgeKind;
