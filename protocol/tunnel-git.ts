@@ -224,11 +224,21 @@ export const GitFetchReadParamsSchema = z.object({
 });
 export const GitFetchReadResultSchema = z.object({ data: z.string(), eof: z.boolean() });
 
-/** `git_pushed` (host → session, notification): the session's agent pushed a branch through the host. */
-export const GitPushedParamsSchema = z.object({
+/** What the host tells a session of its agent's push (the session turns it into a `git_pushed` event). */
+export const GitPushSchema = z.object({
   branch: GitBranchSchema,
   commit: z.string(),
   outcome: PushOutcomeSchema,
   remote_url: z.string().max(2048),
+});
+export type GitPush = z.infer<typeof GitPushSchema>;
+
+/**
+ * `git_pushed` (host → session, request): the session's agent pushed a branch through the host.
+ * Re-sent under the same request id, `push_id`, after every reconnect until the session object
+ * answers; the object tells its callers once per id.
+ */
+export const GitPushedParamsSchema = GitPushSchema.extend({
+  push_id: z.string().regex(/^gp_[A-Za-z0-9-]{8,64}$/, "push_id is gp_ and an id"),
 });
 export type GitPushed = z.infer<typeof GitPushedParamsSchema>;

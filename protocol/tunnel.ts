@@ -260,7 +260,7 @@ export const TunnelMethods = {
   }),
   droidInterrupt: defineNotification("droid_interrupt", { params: DroidInterruptParamsSchema }),
   sessionUsage: defineNotification("session_usage", { params: SessionUsageParamsSchema }),
-  gitPushed: defineNotification("git_pushed", { params: GitPushedParamsSchema }),
+  gitPushed: defineRequest("git_pushed", { params: GitPushedParamsSchema, result: EmptyResultSchema }),
   oublietteTools: defineRequest("oubliette_tools", {
     params: OublietteToolsParamsSchema,
     result: OublietteToolsResultSchema,

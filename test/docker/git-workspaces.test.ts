@@ -6,7 +6,7 @@
  * through git-remote-oubliette, pull requests from the host with its token. A workspace full of
  * hostile git settings makes the host's git run nothing, and the token is never in a container.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +16,7 @@ import { execAs } from "../support/docker-exec.js";
 import { type FakeForge, startFakeForge } from "../support/fake-forge.js";
 import { GitServer } from "../support/git-server.js";
 import { ProjectHost, until } from "../support/project-host.js";
+import { makeSshKey, SshGitServer, type SshKeyPair } from "../support/ssh-git-server.js";
 
 const logger = createLogger({
   name: "git-workspaces-test",
@@ -32,12 +33,19 @@ let server: GitServer;
 let decoy: GitServer;
 let forge: FakeForge;
 let remote: string;
+let sshServer: SshGitServer;
+let sshRemote: string;
+let deployKey: SshKeyPair;
 
 type GitAnswer = Record<string, unknown> & { files?: { path: string; status: string }[]; diff?: string };
 const git = (workspace_id: string, op: Record<string, unknown>) =>
   host.call<GitAnswer>("workspace_git", { project_id: P, workspace_id, ...op });
 
-async function startSession(n: number, workspace: string): Promise<string> {
+async function startSession(
+  n: number,
+  workspace: string,
+  git: { remote_url: string; git_credential: string } = { remote_url: remote, git_credential: "forge" },
+): Promise<string> {
   const id = session(n);
   await host.call("session_start", {
     session_id: id,
@@ -45,7 +53,7 @@ async function startSession(n: number, workspace: string): Promise<string> {
     workspace_id: workspace,
     project: { limits: { memory_mb: 1024 } },
     spec: {},
-    git: { remote_url: remote, git_credential: "forge" },
+    git,
   });
   await until(() => host.worker.outputs(id).some((d) => d.op === "ready"), `${id} ready`);
   return id;
@@ -63,12 +71,18 @@ beforeAll(async () => {
   forge = await startFakeForge({ token: GIT_TOKEN, repos: ["acme/app"] });
   remote = server.createRepo("acme/app", { "README.md": "upstream\n", "src/app.txt": "v1\n" });
   decoy.createRepo("acme/app", { "README.md": "decoy\n" });
+  const keys = mkdtempSync(join(tmpdir(), "oub-git-keys-"));
+  deployKey = makeSshKey(keys, "deploy");
+  sshServer = await SshGitServer.start(deployKey.publicLine);
+  sshRemote = sshServer.createRepo("app", { "README.md": "over ssh\n" });
+  writeFileSync(join(keys, "known_hosts"), `${sshServer.knownHostsLine}\n`);
   host = await ProjectHost.start({
     logger,
     hostId: `git-test-${process.pid}`,
     credentials: {
       forge: { token: GIT_TOKEN, username: "x-access-token" },
       stale: { token: "not-the-token", username: "x-access-token" },
+      deploy: { ssh_key_file: deployKey.privateFile, known_hosts_file: join(keys, "known_hosts") },
     },
   });
   await host.call("project_ensure", { project_id: P, spec: { limits: { memory_mb: 1024 } } });
@@ -94,6 +108,7 @@ afterAll(async () => {
   await host?.close([P]);
   await server?.close();
   await decoy?.close();
+  await sshServer?.close();
   await forge?.close();
 }, 120_000);
 
@@ -247,6 +262,47 @@ describe("sessions on branches of their own", () => {
   }, 300_000);
 });
 
+describe("a remote over ssh:// with a deploy key", () => {
+  it("clones with the key; the agent's git push and the workspace push land over ssh", async () => {
+    const made = await host.call("workspace_create", {
+      project_id: P,
+      workspace_id: "ssh",
+      remote_url: sshRemote,
+      git_credential: "deploy",
+      branch: { name: "oubliette/ssh" },
+    });
+    expect(made).toMatchObject({
+      git: "clone",
+      branch: { name: "oubliette/ssh", base_commit: sshServer.heads("app").main },
+    });
+    const id = await startSession(9, "ssh", { remote_url: sshRemote, git_credential: "deploy" });
+    const commit = await droidExec(id, 1, [
+      "sh",
+      "-c",
+      "cat README.md && echo ssh > ssh.txt && git add ssh.txt && git -c user.name=droid -c user.email=d@d commit -qm ssh && git rev-parse HEAD",
+    ]);
+    expect(commit.exit_code, commit.stderr).toBe(0);
+    expect(commit.stdout.startsWith("over ssh\n")).toBe(true);
+    const pushed = await droidExec(id, 2, ["git", "push", "origin", "HEAD:refs/heads/agent/ssh"]);
+    expect(pushed.exit_code, pushed.stderr).toBe(0);
+    const head = commit.stdout.trim().split("\n").at(-1);
+    expect(sshServer.heads("app")["agent/ssh"]).toBe(head);
+    const result = await host.call("workspace_push", {
+      project_id: P,
+      workspace_id: "ssh",
+      remote_url: sshRemote,
+      git_credential: "deploy",
+    });
+    expect(result).toMatchObject({ branch: "oubliette/ssh", commit: head, outcome: "created" });
+    expect(sshServer.heads("app")["oubliette/ssh"]).toBe(head);
+    // Every connection the server let in came with the deploy key, from the host.
+    expect(sshServer.seen.length).toBeGreaterThan(0);
+    expect(sshServer.seen.every((s) => s.accepted && s.key === deployKey.publicLine.split(" ")[1])).toBe(
+      true,
+    );
+  }, 300_000);
+});
+
 describe("pull requests", () => {
   const request = (extra: Record<string, unknown>) =>
     host.call<{ url: string; number: number; head: string; base: string }>("workspace_pull_request", {
@@ -394,12 +450,15 @@ describe("a hostile workspace", () => {
     expect(existsSync(join(WORKSPACE_ROOT(host), "evil", "embedded.git"))).toBe(true);
   }, 300_000);
 
-  it("never puts the token in a container: not its environment, files, homes or git config", async () => {
+  it("never puts the token or the deploy key in a container: not its environment, files, homes or git config", async () => {
     const [info] = await host.docker.listContainers({ filters: { label: [`${PROJECT_LABEL}=${P}`] } });
     const container = host.docker.getContainer(info?.Id ?? "");
     expect(JSON.stringify((await container.inspect()).Config.Env)).not.toContain(GIT_TOKEN);
     const basic = Buffer.from(`x-access-token:${GIT_TOKEN}`).toString("base64");
-    for (const needle of [GIT_TOKEN, basic]) {
+    // A line from the middle of the private key: its secret part.
+    const keyLine = readFileSync(deployKey.privateFile, "utf8").split("\n")[2] ?? "";
+    expect(keyLine.length).toBeGreaterThan(40);
+    for (const needle of [GIT_TOKEN, basic, keyLine]) {
       const grep = await execAs(container, "0", [
         "grep",
         "-r",

@@ -4,96 +4,30 @@
  * the approval id, is re-sent under that id after every reconnect until decided, and is decided
  * once; a refusal is a deny by "error", the session's end here a deny by "ended".
  */
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type WebSocket, WebSocketServer } from "ws";
 import { SessionTunnel } from "../../host-agent/src/tunnel/session-tunnel.js";
 import { createLogger } from "../../lib/log.js";
 import type { ApprovalRequest } from "../../protocol/approvals.js";
+import { FakeSessionObject, type Frame, until } from "../support/fake-session-object.js";
 
 const logger = createLogger({
   name: "tunnel-approvals-it",
   level: process.env.TEST_LOG_LEVEL ?? "silent",
   fd: 2,
 });
-const SESSION = "ses_0000000000000000000000c1";
 const REQUEST: ApprovalRequest = { kind: "edit", path: "src/main.ts", diff: "+x", summary: "edit main" };
-
-interface Frame {
-  ws: WebSocket;
-  id?: string | number;
-  method?: string;
-  params?: unknown;
-}
-
-/** The session object's end: answers session_hello, records every other frame. */
-class FakeSessionObject {
-  readonly frames: Frame[] = [];
-  readonly sockets: WebSocket[] = [];
-  hellos = 0;
-  readonly #http: HttpServer = createHttpServer();
-  readonly #wss = new WebSocketServer({ server: this.#http });
-
-  constructor() {
-    this.#wss.on("connection", (ws) => {
-      this.sockets.push(ws);
-      ws.on("message", (data) => {
-        const text = data.toString();
-        if (text === "ping") {
-          ws.send("pong");
-          return;
-        }
-        const frame = { ws, ...(JSON.parse(text) as Omit<Frame, "ws">) };
-        if (frame.method === "session_hello") {
-          this.hellos += 1;
-          const config = { caller_id: null, tools: [], timeout_ms: 60_000, backstop_ms: 135_000 };
-          this.send(ws, { id: frame.id, result: { session_id: SESSION, stored_event_seq: 0, config } });
-          return;
-        }
-        this.frames.push(frame);
-      });
-    });
-  }
-
-  async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.#http.listen(0, "127.0.0.1", resolve));
-    return `http://127.0.0.1:${(this.#http.address() as { port: number }).port}`;
-  }
-
-  approvals(): Frame[] {
-    return this.frames.filter((f) => f.method === "approval");
-  }
-
-  send(ws: WebSocket, message: Record<string, unknown>): void {
-    ws.send(JSON.stringify({ jsonrpc: "2.0", ...message }));
-  }
-
-  async close(): Promise<void> {
-    for (const ws of this.sockets) ws.terminate();
-    this.#wss.close();
-    await new Promise((resolve) => this.#http.close(resolve));
-  }
-}
-
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 let object: FakeSessionObject;
 let tunnel: SessionTunnel;
 
 beforeEach(async () => {
-  object = new FakeSessionObject();
+  object = new FakeSessionObject("ses_0000000000000000000000c1");
   const workerUrl = await object.listen();
   tunnel = new SessionTunnel({
     workerUrl,
     hostToken: "host-token",
     hostId: "host-1",
-    sessionId: SESSION,
+    sessionId: object.sessionId,
     logger,
     timing: { heartbeatMs: 60_000, maxReconnectDelayMs: 50 },
     onConfig: () => {},

@@ -55,6 +55,42 @@ export function git(cwd: string, ...args: string[]): string {
   });
 }
 
+/** A bare repository `<root>/<name>.git` holding one commit (on main) with `files`; its path. */
+export function seedBareRepo(root: string, name: string, files: Record<string, string>): string {
+  const work = mkdtempSync(join(tmpdir(), "oub-git-seed-"));
+  const bare = join(root, `${name}.git`);
+  try {
+    git(work, "init", "--quiet", "--initial-branch=main");
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(join(work, path, ".."), { recursive: true });
+      writeFileSync(join(work, path), content);
+    }
+    git(work, "add", "-A");
+    git(work, "commit", "--quiet", "-m", "first");
+    git(root, "clone", "--quiet", "--bare", work, bare);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return bare;
+}
+
+/** The branches of `<root>/<name>.git` and their commits. */
+export function repoHeads(root: string, name: string): Record<string, string> {
+  const out = git(
+    join(root, `${name}.git`),
+    "for-each-ref",
+    "--format=%(refname:short) %(objectname)",
+    "refs/heads",
+  );
+  return Object.fromEntries(
+    out
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => line.split(" ") as [string, string]),
+  );
+}
+
 function backendPath(): string {
   return join(execFileSync("git", ["--exec-path"], { encoding: "utf8" }).trim(), "git-http-backend");
 }
@@ -93,40 +129,15 @@ export class GitServer {
 
   /** A bare repository `name` (`<name>.git`) holding one commit with `files`; its clone URL. */
   createRepo(name: string, files: Record<string, string>): string {
-    const work = mkdtempSync(join(tmpdir(), "oub-git-seed-"));
-    try {
-      git(work, "init", "--quiet", "--initial-branch=main");
-      for (const [path, content] of Object.entries(files)) {
-        mkdirSync(join(work, path, ".."), { recursive: true });
-        writeFileSync(join(work, path), content);
-      }
-      git(work, "add", "-A");
-      git(work, "commit", "--quiet", "-m", "first");
-      const bare = join(this.root, `${name}.git`);
-      git(this.root, "clone", "--quiet", "--bare", work, bare);
-      // Pushes over smart HTTP need this on the repository.
-      git(bare, "config", "http.receivepack", "true");
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
+    const bare = seedBareRepo(this.root, name, files);
+    // Pushes over smart HTTP need this on the repository.
+    git(bare, "config", "http.receivepack", "true");
     return `${this.url}/${name}.git`;
   }
 
-  /** The branches of repository `name` as `git ls-remote --heads` on the server's side sees them. */
+  /** The branches of repository `name` as the server's side sees them. */
   heads(name: string): Record<string, string> {
-    const out = git(
-      join(this.root, `${name}.git`),
-      "for-each-ref",
-      "--format=%(refname:short) %(objectname)",
-      "refs/heads",
-    );
-    return Object.fromEntries(
-      out
-        .trim()
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => line.split(" ") as [string, string]),
-    );
+    return repoHeads(this.root, name);
   }
 
   async close(): Promise<void> {

@@ -112,9 +112,13 @@ export class ProjectHost {
       `${session} ${id}`,
       120_000,
     ).catch((error: Error) => {
-      // What the droid did last says where it stopped.
-      const last = JSON.stringify(this.worker.events(session).slice(-5)).slice(0, 3000);
-      throw new Error(`${error.message}; its last events: ${last}`);
+      // What the droid did last, and how any earlier run of it ended, say where it stopped.
+      const events = this.worker.events(session);
+      const ends = events.filter((e) => ["agent_restarted", "error", "droid_status"].includes(e.type));
+      const last = JSON.stringify(events.slice(-5)).slice(0, 3000);
+      throw new Error(
+        `${error.message}; how its runs ended: ${JSON.stringify(ends).slice(0, 3000)}; its last events: ${last}`,
+      );
     });
     return this.worker.outputs(session).filter((d) => d.op === op);
   }

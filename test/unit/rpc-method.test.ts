@@ -127,7 +127,6 @@ describe("method descriptors", () => {
         "caller_tools_config",
         "caller_tools_config",
         "droid_interrupt",
-        "git_pushed",
         "oubliette_tools_changed",
         "session_usage",
       ].sort(),

@@ -17,7 +17,8 @@ import {
 import { callTool, initialize } from "./support/mcp.js";
 import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
-import { events } from "./support/session.js";
+import { resultOf } from "./support/rpc-socket.js";
+import { events, liveSession } from "./support/session.js";
 
 const REMOTE = "https://git.example.com/acme/app.git";
 const COMMIT = "a".repeat(40);
@@ -145,5 +146,49 @@ describe("workspace git actions", () => {
       isError: true,
       content: [{ text: expect.stringContaining("(422): A pull request already exists") }],
     });
+  });
+});
+
+describe("the agent's own pushes, told by the host", () => {
+  it("one git_pushed event and one audit entry per push id, however often the host sends it", async () => {
+    const s = await liveSession();
+    const push = {
+      push_id: "gp_0123456789abcdef",
+      branch: "agent/one",
+      commit: COMMIT,
+      outcome: "created" as const,
+      remote_url: REMOTE,
+    };
+    expect(resultOf(await s.tunnel.gitPushed(push))).toEqual({});
+    // The host did not see the answer (the tunnel dropped) and sends it again after a reconnect.
+    expect(resultOf(await s.tunnel.gitPushed(push))).toEqual({});
+    expect(
+      resultOf(await s.tunnel.gitPushed({ ...push, push_id: "gp_fedcba9876543210", outcome: "up_to_date" })),
+    ).toEqual({});
+    const told = (await events(s.sessionId)).events.filter((e) => e.type === "git_pushed");
+    expect(told).toMatchObject([
+      { branch: "agent/one", commit: COMMIT, outcome: "created", remote_url: REMOTE, by: "agent" },
+      { branch: "agent/one", outcome: "up_to_date", by: "agent" },
+    ]);
+    expect(told[0]).not.toHaveProperty("push_id");
+    const mcp = await initialize();
+    await until(async () => {
+      const listed = await callTool(mcp, "audit", { action_prefix: "git.push" });
+      const entries = (listed.structuredContent as { entries: { via_session: string | null }[] }).entries;
+      return entries.filter((e) => e.via_session === s.sessionId).length === 2;
+    }, "two audit entries for the session's pushes");
+  });
+
+  it("refuses a push without a valid push id", async () => {
+    const s = await liveSession();
+    const answer = await s.tunnel.gitPushed({
+      push_id: "not-an-id",
+      branch: "agent/one",
+      commit: COMMIT,
+      outcome: "created",
+      remote_url: REMOTE,
+    });
+    expect(answer.kind).toBe("error");
+    expect((await events(s.sessionId)).events.filter((e) => e.type === "git_pushed")).toEqual([]);
   });
 });

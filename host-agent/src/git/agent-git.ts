@@ -8,7 +8,7 @@
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { ParsedParams, SentResult } from "../../../protocol/rpc/method.js";
 import type { SocketMethods } from "../../../protocol/socket.js";
-import type { GitPushed, SessionGit } from "../../../protocol/tunnel-git.js";
+import type { GitPush, SessionGit } from "../../../protocol/tunnel-git.js";
 import { HostError } from "../projects/errors.js";
 import type { ProjectGit } from "./project-git.js";
 
@@ -44,7 +44,7 @@ export class AgentGit {
   }
 
   /** Pushes and returns what the session is told (`git_pushed`). */
-  async push(workspaceId: string, params: PushParams): Promise<GitPushed> {
+  async push(workspaceId: string, params: PushParams): Promise<GitPush> {
     return answer(async () => {
       const remote = await this.#remoteFor(params.url);
       const pushed = await this.git.push(workspaceId, {

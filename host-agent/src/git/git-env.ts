@@ -9,6 +9,7 @@
  * line, where a credential would be visible in the host's process list.
  */
 import type { GitProtocol } from "./remote-policy.js";
+import { HOST_SSH_COMMAND } from "./ssh-command.js";
 
 /** Settings every run has, over anything a repository's own config says. */
 const CLOSED_CONFIG: readonly (readonly [string, string])[] = [
@@ -16,7 +17,7 @@ const CLOSED_CONFIG: readonly (readonly [string, string])[] = [
   ["core.fsmonitor", "false"],
   ["core.pager", "cat"],
   ["core.askPass", ""],
-  ["core.sshCommand", "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes"],
+  ["core.sshCommand", HOST_SSH_COMMAND],
   // An empty value resets the list of helpers: none is asked, none stores anything.
   ["credential.helper", ""],
   ["http.followRedirects", "false"],

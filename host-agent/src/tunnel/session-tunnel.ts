@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { ResumableCalls } from "../../../lib/rpc/resumable-calls.js";
@@ -20,11 +21,12 @@ import {
   TUNNEL_PROTOCOL_VERSION,
   TunnelMethods,
 } from "../../../protocol/tunnel.js";
-import type { GitPushed } from "../../../protocol/tunnel-git.js";
+import type { GitPush } from "../../../protocol/tunnel-git.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import type { TunnelTiming } from "./reconnecting-socket.js";
 import { toWs } from "./reconnecting-socket.js";
 import { TunnelLink } from "./tunnel-link.js";
+import { SESSION_ENDED_DECISION, undecided } from "./undecided.js";
 
 export interface SessionTunnelOptions {
   workerUrl: string;
@@ -53,21 +55,8 @@ const MAX_QUEUED_EVENTS = 20_000;
 const HELLO_TIMEOUT_MS = 15_000;
 /** How long `ask` waits for a tunnel that is reconnecting. */
 const READY_WAIT_MS = 30_000;
-
-/** A decision's message is at most this long (ApprovalDecisionSchema). */
-const MAX_DECISION_MESSAGE_CHARS = 2048;
-
-/** A deny nobody decided: the question could not be put (error), or the session is over here (ended). */
-export function undecided(by: "error" | "ended", message: string): ApprovalDecision {
-  const clipped =
-    message.length > MAX_DECISION_MESSAGE_CHARS
-      ? `${message.slice(0, MAX_DECISION_MESSAGE_CHARS - 1)}…`
-      : message;
-  return { decision: "deny", scope: "once", by, message: clipped };
-}
-
-/** What a permission question still pending gets when the session ends on this host. */
-export const SESSION_ENDED_DECISION: ApprovalDecision = undecided("ended", "the session ended");
+/** Most pushes the session object has not acknowledged yet; past it, a push goes untold (and said so). */
+const MAX_UNTOLD_PUSHES = 256;
 
 function unreachable(): RpcError {
   return new RpcError(RpcErrorCode.ServerError, "the session's object cannot be reached from this host now", {
@@ -91,6 +80,8 @@ export class SessionTunnel {
   readonly #link: TunnelLink;
   readonly #calls: ResumableCalls<CallerToolOutcome>;
   readonly #approvals: ResumableCalls<ApprovalDecision>;
+  /** The agent's pushes until the session object acknowledged each (re-sent by push id). */
+  readonly #pushes: ResumableCalls<void>;
   #events: AgentEvent[] = [];
   #storedSeq = 0;
   #droppedEvents = 0;
@@ -121,6 +112,13 @@ export class SessionTunnel {
         }
       },
       refused: (err) => undecided("error", err instanceof Error ? err.message : String(err)),
+    });
+    this.#pushes = new ResumableCalls<void>({
+      method: TunnelMethods.gitPushed.name,
+      peer: () => this.#ready,
+      answered: () => {},
+      refused: (err) =>
+        options.logger.warn({ err: err instanceof Error ? err.message : String(err) }, "git_pushed refused"),
     });
     const url = new URL(
       `/v1/tunnel/sessions/${encodeURIComponent(options.sessionId)}`,
@@ -229,6 +227,11 @@ export class SessionTunnel {
     this.#approvals.settleAll(() => SESSION_ENDED_DECISION);
   }
 
+  /** Pushes the session object has not acknowledged yet. */
+  get untoldPushes(): number {
+    return this.#pushes.size;
+  }
+
   close(): void {
     this.#link.close();
     this.#ready = null;
@@ -274,9 +277,17 @@ export class SessionTunnel {
     this.#ready?.notify(TunnelMethods.sessionUsage, usage);
   }
 
-  /** Tells the session its agent pushed a branch (lost when the tunnel is down at that moment). */
-  gitPushed(event: GitPushed): void {
-    this.#ready?.notify(TunnelMethods.gitPushed, event);
+  /**
+   * Tells the session its agent pushed a branch: sent now or after the next reconnect, and again
+   * after every reconnect until the session object acknowledged it (it tells its callers once).
+   */
+  gitPushed(event: GitPush): void {
+    if (this.#pushes.size >= MAX_UNTOLD_PUSHES) {
+      this.#o.logger.warn({ branch: event.branch }, "git push not told to the session: too many untold");
+      return;
+    }
+    const pushId = `gp_${randomUUID()}`;
+    void this.#pushes.call(pushId, { ...event, push_id: pushId });
   }
 
   #serve(peer: RpcPeer): void {
@@ -317,6 +328,7 @@ export class SessionTunnel {
     if (this.#usage) peer.notify(TunnelMethods.sessionUsage, this.#usage);
     this.#calls.resend(peer);
     this.#approvals.resend(peer);
+    this.#pushes.resend(peer);
     if (this.#ending) void this.#sendEnd(peer);
     void this.#pump();
   }

@@ -22,6 +22,9 @@ import type { SessionState } from "./session-state.js";
 import type { SessionViews } from "./session-views.js";
 import type { EventsPage } from "./types.js";
 
+/** How many pushes' ids a session remembers (a host re-sends only the few it has not had answered). */
+const RECENT_PUSH_IDS = 64;
+
 export interface HostInputDeps {
   env: Env;
   state: SessionState;
@@ -105,11 +108,16 @@ export class HostInput {
 
   /**
    * The droid pushed a branch through the host (`git push` in its container): a `git_pushed`
-   * event, and an audit entry under the session's owner, made by this session.
+   * event, and an audit entry under the session's owner, made by this session; once per push id.
    */
-  gitPushed(pushed: GitPushed): void {
+  gitPushed({ push_id, ...pushed }: GitPushed): void {
     const record = this.#d.state.require();
     if (!isLive(record.status)) return;
+    // The host sends a push again after a reconnect until this object answers: tell it once.
+    const told = record.recentPushIds ?? [];
+    if (told.includes(push_id)) return;
+    record.recentPushIds = [...told, push_id].slice(-RECENT_PUSH_IDS);
+    this.#d.state.save();
     this.#d.events.emit({ type: "git_pushed", ...pushed, by: "agent" });
     audit(
       this.#d.env,

@@ -81,7 +81,7 @@ export interface HostTunnelHandlers {
   ownEvents(params: ParsedParams<typeof TunnelMethods.ownEvents>): Promise<unknown>;
   /** The host's model proxy reports the session's usage (totals). */
   usage(report: SessionUsageParams): void;
-  /** The session's agent pushed a branch through the host. */
+  /** The session's agent pushed a branch through the host (told once per push id, however often sent). */
   gitPushed(event: GitPushed): void;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
   storedUsage(): UsageTotals | null;
@@ -134,8 +134,11 @@ export class HostTunnel {
           await handlers.oublietteCall(params.api_key, params.tool, params.arguments),
         ),
       )
+      .handle(TunnelMethods.gitPushed, (event) => {
+        handlers.gitPushed(event);
+        return {};
+      })
       .onNotification(TunnelMethods.sessionUsage, (report) => handlers.usage(report))
-      .onNotification(TunnelMethods.gitPushed, (event) => handlers.gitPushed(event))
       .onNotification(Cancelled, (params) =>
         handlers.cancel(String(params.requestId), params.reason ?? "the droid cancelled the call"),
       );

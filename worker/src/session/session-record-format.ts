@@ -49,6 +49,7 @@ const SessionRecordSchema = z.object({
   completedTurnSeq: z.number().default(0),
   plainDroppedAt: z.number().nullable().default(null),
   idleWatchers: z.array(z.string()).optional(),
+  recentPushIds: z.array(z.string()).optional(),
   approvals: z
     .object({
       policies: z.array(ApprovalPolicySchema),

@@ -58,6 +58,8 @@ export interface SessionRecord {
   plainDroppedAt: number | null;
   /** Schedules waiting for this session to be idle (their queued runs start then). */
   idleWatchers?: string[];
+  /** The last pushes the host told of (`git_pushed` ids), so one re-sent after a reconnect is told once. */
+  recentPushIds?: string[];
   /** What its agent asks before acting, and what was allowed for the session (absent: nothing). */
   approvals?: SessionApprovals;
 }
