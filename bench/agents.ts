@@ -6,11 +6,11 @@
  * Bounded: ROUNDS spawns per runtime, each with a deadline.
  */
 
+import { ensureAgentImages } from "../host-agent/src/images/agent-images.js";
+import { ensureDroidImage } from "../host-agent/src/images/images.js";
 import { type AgentRuntime, CLI_RUNTIMES } from "../protocol/agent-runtimes.js";
 import { buildAll } from "../scripts/build.js";
-import { ensureAgentImages } from "../scripts/docker/agent-images.js";
 import { ensureDockerEngine } from "../scripts/docker/engine.js";
-import { ensureDroidImage } from "../scripts/docker/images.js";
 import { LocalStack } from "../scripts/stack/local-stack.js";
 import { startFakeModel } from "../test/fixtures/fake-model/index.js";
 import { TestCaller } from "../test/support/caller.js";

@@ -11,11 +11,11 @@
  */
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { chromium } from "playwright-core";
+import { ensureDroidImage } from "../host-agent/src/images/images.js";
 import { type Summary, summarize } from "../lib/stats.js";
 import { CHROMIUM_ARGS, ensureChromium } from "../scripts/browser/ensure-chromium.js";
 import { buildAll } from "../scripts/build.js";
 import { ensureDockerEngine } from "../scripts/docker/engine.js";
-import { ensureDroidImage } from "../scripts/docker/images.js";
 import { LocalStack } from "../scripts/stack/local-stack.js";
 import { runSteps, spawnDroid } from "../test/e2e/support.js";
 import { TestCaller } from "../test/support/caller.js";

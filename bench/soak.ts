@@ -6,9 +6,10 @@
  * lost, duplicated, disagreements. Needs a Docker Engine (sessions survive a host-agent restart
  * only in containers); everything runs on loopback and every loop is bounded.
  */
+
+import { ensureDroidImage } from "../host-agent/src/images/images.js";
 import { buildAll } from "../scripts/build.js";
 import { ensureDockerEngine } from "../scripts/docker/engine.js";
-import { ensureDroidImage } from "../scripts/docker/images.js";
 import { runFaultSoak } from "../test/support/fault-soak.js";
 
 const seconds = Number(process.env.SOAK_SECONDS ?? 300);

@@ -157,6 +157,20 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     base: z.string(),
     title: z.string(),
   }),
+  /**
+   * The session's project moved to another host for this session: its host drains, or the caller
+   * asked to relocate from a host that is away. Its workspaces stayed on the old host; here the
+   * workspace starts afresh (`empty`), or cloned from the project's remote (`from_remote`).
+   */
+  z.object({
+    ...base,
+    type: z.literal("project_moved"),
+    from_host: z.string(),
+    to_host: z.string(),
+    reason: z.enum(["draining", "relocated"]),
+    workspace: z.enum(["empty", "from_remote"]),
+    message: z.string(),
+  }),
   /** A job this session's droid started, or one acting on this session (see job-events.ts). */
   ...JobEventBodySchemas.map((schema) => schema.extend(base)),
 ]);

@@ -2,12 +2,16 @@
  * Bundles the Node programs with esbuild:
  * - dist/container-client.mjs and dist/scripted-droid.mjs are self-contained (they go into the
  *   droid image, which has no node_modules);
- * - dist/host-agent.mjs bundles its npm packages too, less the parts of dockerode's tree it never
+ * - dist/host-agent.mjs bundles its npm packages and those two bundles with their maps (the one
+ *   file a host needs beside Node and Docker), less the parts of dockerode's tree it never
  *   uses (ssh:// engines, BuildKit sessions: ssh2 and gRPC), which would cost it ~15 MiB of
  *   memory just by being loaded; a use of them fails with an error saying so.
  * The Worker is bundled by wrangler, not here.
  */
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
+import { brotliCompressSync } from "node:zlib";
 import { type BuildOptions, build, type Plugin } from "esbuild";
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
@@ -55,7 +59,38 @@ module.exports = new Proxy({}, { get: (_, key) => (key === "__esModule" ? undefi
   },
 };
 
-/** Builds every bundle; returns their paths. */
+/**
+ * Puts the container-side bundles and their source maps into the host-agent's (host-agent/src/
+ * bundles/embedded-bundles.ts says there are none when run from source), so the built host-agent
+ * needs nothing else of this repository. Compressed: the host-agent's own source stays in its
+ * memory for as long as it runs.
+ */
+const embedBundles: Plugin = {
+  name: "embed-container-bundles",
+  setup(b) {
+    b.onLoad({ filter: /host-agent[\\/]src[\\/]bundles[\\/]embedded-bundles\.ts$/ }, async () => {
+      const paths = [bundles.containerClient, bundles.scriptedDroid].flatMap((path) => [path, `${path}.map`]);
+      const files = await Promise.all(
+        paths.map(async (path) => [
+          basename(path),
+          brotliCompressSync(await readFile(path)).toString("base64"),
+        ]),
+      );
+      return {
+        loader: "js",
+        contents: `export const EMBEDDED_BUNDLES = ${JSON.stringify(Object.fromEntries(files))};`,
+      };
+    });
+  },
+};
+
+/** The repository's version, which the host-agent reports (host-agent/src/version.ts). */
+async function packageVersion(): Promise<string> {
+  const pkg = JSON.parse(await readFile(`${repoRoot}package.json`, "utf8")) as { version: string };
+  return pkg.version;
+}
+
+/** Builds every bundle (the host-agent's last: it carries the others); returns their paths. */
 export async function buildAll(): Promise<typeof bundles> {
   await Promise.all([
     build({
@@ -68,16 +103,28 @@ export async function buildAll(): Promise<typeof bundles> {
       entryPoints: [`${repoRoot}test/fixtures/scripted-droid/main.ts`],
       outfile: bundles.scriptedDroid,
     }),
-    build({
-      ...common,
-      entryPoints: [`${repoRoot}host-agent/src/main.ts`],
-      outfile: bundles.hostAgent,
-      plugins: [leaveOut],
-      // ws loads these native speed-ups when present; it works without them.
-      external: ["bufferutil", "utf-8-validate"],
-    }),
   ]);
+  await buildHostAgent();
   return bundles;
+}
+
+/**
+ * Builds the host-agent file (from the container-side bundles already in dist/): to `outfile`,
+ * reporting `version` (default: dist/host-agent.mjs, the repository's version). A test builds an
+ * "upgrade" with another version beside the usual one.
+ */
+export async function buildHostAgent(options: { outfile?: string; version?: string } = {}): Promise<string> {
+  const outfile = options.outfile ?? bundles.hostAgent;
+  await build({
+    ...common,
+    entryPoints: [`${repoRoot}host-agent/src/main.ts`],
+    outfile,
+    plugins: [leaveOut, embedBundles],
+    define: { __OUBLIETTE_VERSION__: JSON.stringify(options.version ?? (await packageVersion())) },
+    // ws loads these native speed-ups when present; it works without them.
+    external: ["bufferutil", "utf-8-validate"],
+  });
+  return outfile;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -9,10 +9,10 @@
  */
 import { mkdir } from "node:fs/promises";
 import { stop as stopEsbuild } from "esbuild";
+import { ensureAgentImages } from "../host-agent/src/images/agent-images.js";
+import { ensureDroidImage } from "../host-agent/src/images/images.js";
 import { buildAll, repoRoot } from "./build.js";
-import { ensureAgentImages } from "./docker/agent-images.js";
 import { ensureDockerEngine, isDockerReachable } from "./docker/engine.js";
-import { ensureDroidImage } from "./docker/images.js";
 import { readDevVars } from "./stack/dev-vars.js";
 import type { HostAgent } from "./stack/host-agent-process.js";
 import { localHostId } from "./stack/host-id.js";

@@ -8,8 +8,8 @@
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
+import { DockerUnavailableError } from "../../host-agent/src/images/errors.js";
 import { runApt } from "../docker/apt.js";
-import { DockerUnavailableError } from "../docker/errors.js";
 
 /** Where Debian's `chromium` package puts the browser (a wrapper script around /usr/lib/chromium). */
 export const CHROMIUM_PATH = "/usr/bin/chromium";

@@ -4,7 +4,7 @@
  */
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { DockerUnavailableError } from "./errors.js";
+import { DockerUnavailableError } from "../../host-agent/src/images/errors.js";
 
 const KEPT_LINES = 30;
 

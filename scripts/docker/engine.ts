@@ -10,16 +10,16 @@ import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, read
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Dockerode from "dockerode";
+import { DockerUnavailableError } from "../../host-agent/src/images/errors.js";
 import {
   DEFAULT_DOCKER_SOCKET,
   dockerSocketPath,
   pingDocker,
 } from "../../host-agent/src/runtime/docker-ping.js";
 import { runApt } from "./apt.js";
-import { DockerUnavailableError } from "./errors.js";
 
+export { type DockerUnavailableCode, DockerUnavailableError } from "../../host-agent/src/images/errors.js";
 export { DEFAULT_DOCKER_SOCKET } from "../../host-agent/src/runtime/docker-ping.js";
-export { type DockerUnavailableCode, DockerUnavailableError } from "./errors.js";
 
 /** The only way dockerd may be started on these machines. */
 export const DOCKERD_ARGS = ["--bridge=none", "--iptables=false", "--ip6tables=false"] as const;

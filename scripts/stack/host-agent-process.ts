@@ -6,6 +6,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
+import { HOST_AGENT_NODE_FLAGS } from "../../host-agent/src/node-flags.js";
 import { LogLines } from "./log-lines.js";
 import { describeExit, type ExitInfo, exitOf, spawnGroup, stopGroup } from "./process-group.js";
 
@@ -14,6 +15,8 @@ const STOP_GRACE_MS = 25_000;
 
 export interface HostAgentOptions {
   bundle: string;
+  /** The working directory it runs in (default: this process's). */
+  cwd?: string;
   workerUrl: string;
   hostToken: string;
   hostId: string;
@@ -41,14 +44,7 @@ export interface HostAgent {
   stop(): Promise<void>;
 }
 
-/**
- * V8 flags the host-agent runs with. Its work is many small messages, so a young generation of
- * 1 MiB semi-spaces (Node's default grows them to 16 MiB) and V8's heap sizing for memory over
- * speed keep its resident memory near what it holds (the relay bench's peak fell from ~118 to
- * ~80 MiB) at no cost the bench can see in latency. The same flags are in package.json's
- * `host-agent` script and the README's deploy step.
- */
-export const HOST_AGENT_NODE_FLAGS = ["--max-semi-space-size=1", "--optimize-for-size"];
+export { HOST_AGENT_NODE_FLAGS };
 
 /** Starts a host-agent and resolves once it is registered with the Worker. */
 export async function startHostAgent(options: HostAgentOptions): Promise<HostAgent> {
@@ -69,6 +65,7 @@ export async function startHostAgent(options: HostAgentOptions): Promise<HostAge
   if (options.heartbeatMs) args.push("--heartbeat-ms", String(options.heartbeatMs));
   if (options.reconnectMaxMs) args.push("--reconnect-max-ms", String(options.reconnectMaxMs));
   const child = spawnGroup(process.execPath, args, {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     env: { ...process.env, ...options.extraEnv, OUBLIETTE_HOST_TOKEN: options.hostToken },
     stdio: ["ignore", "pipe", "pipe"],
   });

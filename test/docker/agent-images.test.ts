@@ -8,10 +8,18 @@ import type { IncomingMessage } from "node:http";
 import Dockerode from "dockerode";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { z } from "zod";
+import {
+  CLI_RUNTIME_NAMES,
+  type CliRuntimeName,
+  programPath,
+} from "../../host-agent/src/images/agent-cli.js";
+import {
+  agentCliImageTag,
+  agentImageTag,
+  ensureAgentImages,
+} from "../../host-agent/src/images/agent-images.js";
 import { CLI_RUNTIMES } from "../../protocol/agent-runtimes.js";
 import { bundles } from "../../scripts/build.js";
-import { CLI_RUNTIME_NAMES, type CliRuntimeName, programPath } from "../../scripts/docker/agent-cli.js";
-import { agentCliImageTag, agentImageTag, ensureAgentImages } from "../../scripts/docker/agent-images.js";
 
 const docker = new Dockerode({ socketPath: inject("dockerSocket") });
 const agentImages = inject("agentImages");

@@ -9,13 +9,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ensureNodeBaseImage } from "../../host-agent/src/images/images.js";
 import { DockerRuntime, HOST_LABEL, PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import { dockerStatusCode, RuntimeError } from "../../host-agent/src/runtime/errors.js";
 import { selectRuntime } from "../../host-agent/src/runtime/select-runtime.js";
 import type { ProjectLaunch, Workload } from "../../host-agent/src/runtime/types.js";
 import { createLogger } from "../../lib/log.js";
 import { type DockerEngine, ensureDockerEngine } from "../../scripts/docker/engine.js";
-import { ensureNodeBaseImage } from "../../scripts/docker/images.js";
 
 const logger = createLogger({
   name: "docker-runtime-test",

@@ -51,8 +51,15 @@ beforeAll(async () => {
 
 afterAll(() => new Promise<void>((resolve) => refusing.close(() => resolve())));
 
-it("prints its options with --help", async () => {
+it("names its subcommands with --help", async () => {
   const run = await runHostAgent(["--help"]);
+  expect(run.code).toBe(0);
+  for (const command of ["start", "images", "doctor", "service"])
+    expect(run.stdout).toMatch(new RegExp(`^  ${command} \\[options\\]`, "m"));
+});
+
+it("prints start's options with start --help", async () => {
+  const run = await runHostAgent(["start", "--help"]);
   expect(run.code).toBe(0);
   for (const flag of [
     "--worker-url",

@@ -8,12 +8,12 @@
  * every CLI runtime's image is built (about 80 s and 2 GB the first time, a second when warm).
  */
 import type { TestProject } from "vitest/node";
+import { CLI_RUNTIME_NAMES, type CliRuntimeName } from "../../host-agent/src/images/agent-cli.js";
+import { ensureAgentImages } from "../../host-agent/src/images/agent-images.js";
+import { ensureDroidImage, ensureNodeBaseImage } from "../../host-agent/src/images/images.js";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import { buildAll } from "../../scripts/build.js";
-import { CLI_RUNTIME_NAMES, type CliRuntimeName } from "../../scripts/docker/agent-cli.js";
-import { ensureAgentImages } from "../../scripts/docker/agent-images.js";
 import { ensureDockerEngine } from "../../scripts/docker/engine.js";
-import { ensureDroidImage, ensureNodeBaseImage } from "../../scripts/docker/images.js";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -11,14 +11,15 @@ import { RpcPeer } from "../../lib/rpc/peer.js";
 import type { AgentEvent } from "../../protocol/agent-events.js";
 import { Limits } from "../../protocol/limits.js";
 import { droidMessageId, HEARTBEAT_PING, HEARTBEAT_PONG, TunnelMethods } from "../../protocol/tunnel.js";
-import type { GitPushed } from "../../protocol/tunnel-git.js";
+import type { GitPush } from "../../protocol/tunnel-git.js";
 
 interface SessionState {
   events: AgentEvent[];
   storedSeq: number;
   ended: string | null;
   peer: RpcPeer | null;
-  gitPushes: GitPushed[];
+  gitPushes: GitPush[];
+  pushIds: Set<string>;
 }
 
 export class FakeWorker {
@@ -53,7 +54,7 @@ export class FakeWorker {
   #state(sessionId: string): SessionState {
     let state = this.#sessions.get(sessionId);
     if (!state) {
-      state = { events: [], storedSeq: 0, ended: null, peer: null, gitPushes: [] };
+      state = { events: [], storedSeq: 0, ended: null, peer: null, gitPushes: [], pushIds: new Set() };
       this.#sessions.set(sessionId, state);
     }
     return state;
@@ -71,7 +72,7 @@ export class FakeWorker {
   }
 
   /** The `git_pushed` notifications of the session (its agent's own pushes). */
-  gitPushes(sessionId: string): GitPushed[] {
+  gitPushes(sessionId: string): GitPush[] {
     return this.#state(sessionId).gitPushes;
   }
 
@@ -131,8 +132,11 @@ export class FakeWorker {
       state.ended = params.reason;
       return {};
     });
-    peer.onNotification(TunnelMethods.gitPushed, (params) => {
-      state.gitPushes.push(params);
+    peer.handle(TunnelMethods.gitPushed, ({ push_id, ...push }) => {
+      // Told once per id, as the session object does, however often the host sends it.
+      if (!state.pushIds.has(push_id)) state.gitPushes.push(push);
+      state.pushIds.add(push_id);
+      return {};
     });
     ws.on("message", (data) => {
       const text = String(data);

@@ -3,11 +3,14 @@
  * (the registry's alarm decides, on the shared fake clock), and a host that says hello is
  * reconciled against the sessions it reports.
  */
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { config } from "../../worker/src/env.js";
+import type { HostListing } from "../../worker/src/hosts/host-listing.js";
 import { freezeClock } from "./support/clock.js";
-import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
+import { disconnectAll, FakeHost, registryStub, uniqueHostId } from "./support/fake-host.js";
+import { callTool, initialize } from "./support/mcp.js";
 import { hostMissingSince, placementsOn, runRegistryAlarm } from "./support/registry.js";
 import { events, liveSession, newProjectId, respond, spawn } from "./support/session.js";
 import { ADMIN } from "./support/tokens.js";
@@ -83,7 +86,7 @@ describe("a host gone past the grace period", () => {
 });
 
 describe("projects of a host", () => {
-  it("stay on their host while it is briefly away, and are free to go elsewhere once it is lost", async () => {
+  it("stay on their host while it is briefly away or lost, and move only when a spawn asks to relocate", async () => {
     const first = await FakeHost.connect(uniqueHostId("first"), { maxSessions: 5 });
     const projectId = newProjectId();
     expect((await spawn({ projectId })).info.host_id).toBe(first.hostId);
@@ -93,12 +96,63 @@ describe("projects of a host", () => {
     vi.useRealTimers();
     const second = await FakeHost.connect(uniqueHostId("second"), { maxSessions: 5 });
     // Sticky: its container and workspaces are on the first host.
-    await expect(spawn({ projectId })).rejects.toThrow(/lives on host/);
+    await expect(spawn({ projectId })).rejects.toThrow(/lives on host .*relocate: true/);
     freezeClock();
     vi.setSystemTime(t0 + graceMs());
     await runRegistryAlarm();
     vi.useRealTimers();
-    expect((await spawn({ projectId })).info.host_id).toBe(second.hostId);
+    // Lost, it is still where the project's workspaces are: a spawn says so, at once.
+    await expect(spawn({ projectId })).rejects.toThrow(/^spawn failed: host_lost /);
+    await expect(spawn({ projectId })).rejects.toThrow(
+      `project ${projectId} lives on host ${first.hostId}, which is lost; its workspaces are there. Spawn with relocate: true`,
+    );
+    const moved = await spawn({ projectId, relocate: true, remoteUrl: "https://git.example.com/a.git" });
+    expect(moved.info).toMatchObject({
+      host_id: second.hostId,
+      moved: {
+        from_host: first.hostId,
+        to_host: second.hostId,
+        reason: "relocated",
+        workspace: "from_remote",
+      },
+    });
+    expect((await events(moved.sessionId)).events.find((e) => e.type === "project_moved")).toMatchObject({
+      from_host: first.hostId,
+      message: expect.stringContaining(`Its workspaces stay on ${first.hostId}`),
+    });
+    // From now on the project lives on the second host.
+    const next = await spawn({ projectId });
+    expect(next.info.host_id).toBe(second.hostId);
+    expect(next.info).not.toHaveProperty("moved");
+  });
+});
+
+describe("a lost host", () => {
+  it("stays listed as lost until it is revoked", async () => {
+    const host = await FakeHost.connect(uniqueHostId("gone"), { maxSessions: 5 });
+    await spawn();
+    const t0 = freezeClock();
+    host.close();
+    await hostMissingSince(host.hostId);
+    vi.setSystemTime(t0 + graceMs() * 3);
+    await runRegistryAlarm();
+    vi.useRealTimers();
+    const admin = await initialize();
+    const list = async () =>
+      (
+        (await callTool(admin, "host", { action: "list" })).structuredContent as { hosts: HostListing[] }
+      ).hosts.find((h) => h.host_id === host.hostId);
+    expect(await list()).toMatchObject({
+      connected: false,
+      sessions: 0,
+      missing_since: new Date(t0).toISOString(),
+      lost_since: new Date(t0 + graceMs() * 3).toISOString(),
+    });
+    // A later alarm (another host's, say) leaves it listed.
+    await runDurableObjectAlarm(registryStub());
+    expect(await list()).toMatchObject({ lost_since: new Date(t0 + graceMs() * 3).toISOString() });
+    expect((await callTool(admin, "host", { action: "revoke", host_id: host.hostId })).isError).toBeFalsy();
+    expect(await list()).toBeUndefined();
   });
 });
 

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { MIN_HOST_AGENT_VERSION } from "../../protocol/host-version.js";
 import { Limits } from "../../protocol/limits.js";
 import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 import { TunnelMethod } from "../../protocol/tunnel.js";
@@ -352,5 +353,32 @@ describe("the host channel", () => {
   it("refuses a connection without a valid host_id", async () => {
     const res = await upgrade("/v1/tunnel/host?host_id=bad%20id", HOST_TOKEN);
     expect(res.status).toBe(400);
+  });
+});
+
+describe("host versions", () => {
+  it("lists each host's version, and warns of one older than this Worker supports or not a version", async () => {
+    const current = await FakeHost.connect(uniqueHostId("current"), { agentVersion: MIN_HOST_AGENT_VERSION });
+    const newer = await FakeHost.connect(uniqueHostId("newer"), { agentVersion: "99.0.0" });
+    const old = await FakeHost.connect(uniqueHostId("old"), { agentVersion: "0.0.9" });
+    const odd = await FakeHost.connect(uniqueHostId("odd"), { agentVersion: "dev-build" });
+    const admin = await initialize();
+    const { hosts } = (await callTool(admin, "host", { action: "list" })).structuredContent as {
+      hosts: { host_id: string; version: string | null; warning?: string }[];
+    };
+    const of = (h: FakeHost) => hosts.find((listed) => listed.host_id === h.hostId);
+    expect(of(current)).toMatchObject({ version: MIN_HOST_AGENT_VERSION });
+    expect(of(current)).not.toHaveProperty("warning");
+    expect(of(newer)).not.toHaveProperty("warning");
+    expect(of(old)).toMatchObject({
+      version: "0.0.9",
+      warning: expect.stringContaining(
+        `older than ${MIN_HOST_AGENT_VERSION}, the oldest this Worker supports: upgrade it`,
+      ),
+    });
+    expect(of(odd)?.warning).toContain('"dev-build" is not a version this Worker knows');
+    // An outdated host still serves: refusing it would end what it runs.
+    const { sessionId } = await spawn();
+    expect(sessionId).toMatch(/^ses_/);
   });
 });

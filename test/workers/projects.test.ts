@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { MIN_HOST_AGENT_VERSION } from "../../protocol/host-version.js";
 import { TunnelMethod } from "../../protocol/tunnel.js";
 import { disconnectAll, FakeHost, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, type ToolResult } from "./support/mcp.js";
@@ -128,7 +129,7 @@ describe("project", () => {
     const listed = hosts.find((h) => h.host_id === host.hostId);
     expect(listed?.disk).toEqual({ mode: "measured", default_mb: 2048 });
     // Its version from its hello, and when it was last heard from (no later than now).
-    expect(listed?.version).toBe("test");
+    expect(listed?.version).toBe(MIN_HOST_AGENT_VERSION);
     const lastSeen = Date.parse(listed?.last_seen ?? "");
     expect(lastSeen).toBeGreaterThan(Date.now() - 120_000);
     expect(lastSeen).toBeLessThanOrEqual(Date.now());

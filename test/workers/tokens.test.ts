@@ -173,6 +173,56 @@ describe("host tokens", () => {
     });
   }, 20_000);
 
+  it("enrol answers how to start the host: its token in an environment file, never on a command line", async () => {
+    const admin = await initialize();
+    const hostId = uniqueHostId("setup");
+    const answer = (
+      await callTool(admin, "host", {
+        action: "enrol",
+        host_id: hostId,
+        worker_url: "https://edge.example.com",
+      })
+    ).structuredContent as { token: string; env_file: string; env_path: string; commands: string[] };
+    expect(answer.env_file).toBe(
+      `OUBLIETTE_WORKER_URL=https://edge.example.com\nOUBLIETTE_HOST_ID=${hostId}\nOUBLIETTE_HOST_TOKEN=${answer.token}\n`,
+    );
+    expect(answer.env_path).toBe("/etc/oubliette/host-agent.env");
+    expect(answer.commands.join("\n")).not.toContain(answer.token);
+    // The service is written and started with the settings read from that file.
+    expect(answer.commands).toContainEqual(
+      expect.stringMatching(
+        /^sh -c 'set -a; \. \/etc\/oubliette\/host-agent\.env; exec node \S+host-agent\.mjs service --environment-file \/etc\/oubliette\/host-agent\.env --force --images --now'$/,
+      ),
+    );
+    const bad = await callTool(admin, "host", {
+      action: "enrol",
+      host_id: uniqueHostId("x"),
+      worker_url: "ftp://x",
+    });
+    expect(bad.isError).toBe(true);
+  });
+
+  it("moves a project's next session off its draining host, saying its workspace stayed behind", async () => {
+    const admin = await initialize();
+    const first = await FakeHost.connect(uniqueHostId("draining"), { maxSessions: 10 });
+    const projectId = await createProject();
+    const spawn = () =>
+      callTool(admin, "session", { action: "spawn", project_id: projectId, new_session: true });
+    expect((await spawn()).structuredContent).toMatchObject({ host_id: first.hostId });
+    await callTool(admin, "host", { action: "drain", host_id: first.hostId });
+    // With nowhere else to go, it says so.
+    expect((await spawn()).content[0]?.text).toContain(`which is draining, and no other host has room`);
+    const second = await FakeHost.connect(uniqueHostId("taker"), { maxSessions: 10 });
+    const moved = await spawn();
+    expect(moved.structuredContent).toMatchObject({
+      host_id: second.hostId,
+      moved: { from_host: first.hostId, to_host: second.hostId, reason: "draining", workspace: "empty" },
+    });
+    // The project lives on the second host now: it stays there after the drain is lifted.
+    await callTool(admin, "host", { action: "drain", host_id: first.hostId, drain: false });
+    expect((await spawn()).structuredContent).toMatchObject({ host_id: second.hostId });
+  });
+
   it("places nothing on a drained host", async () => {
     const admin = await initialize();
     const host = await FakeHost.connect(uniqueHostId("drained"), { maxSessions: 10 });

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { consoleRoutes } from "./console/console-routes.js";
 import { AppError } from "./errors.js";
 import type { AppBindings } from "./http/auth-middleware.js";
+import { hostSelfRoute } from "./http/host-self-route.js";
 import { mcpRoute } from "./http/mcp-route.js";
 import { checkHost } from "./http/origin.js";
 import { sessionRoutes, tunnelRoutes } from "./http/session-routes.js";
@@ -35,6 +36,7 @@ app.route("/", serverRoutes);
 app.route("/", authorizeRoutes);
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/tunnel", tunnelRoutes);
+app.route("/v1/hosts/self", hostSelfRoute);
 // The operator console: its page at `/`, its API under /console/api (its script and style are static assets).
 app.route("/", consoleRoutes);
 

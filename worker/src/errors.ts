@@ -26,6 +26,8 @@ const STATUS = {
   /** Too many readers already wait for the session's events (`session events` with wait_seconds). */
   too_many_waiters: 429,
   host_full: 503,
+  /** The project's host is lost or revoked, with its workspaces: spawn with relocate to move it. */
+  host_lost: 409,
   /** The project's container does not run (container start). */
   not_running: 409,
   /** The project's host cannot do this (workspace isolation on a host that cannot enforce it). */

@@ -97,7 +97,7 @@ export class DockerRuntime implements AgentRuntime {
   /** Creates and starts the project's container; removes it again if starting fails. */
   async launch(spec: ProjectLaunch): Promise<Workload> {
     const image = spec.image ?? this.#options.defaultImage;
-    const name = containerName(spec.projectId);
+    const name = containerName(this.#options.hostId, spec.projectId);
     const container = await this.#create(spec, image, name);
     try {
       await container.start();
@@ -341,11 +341,16 @@ function envValue(env: string[] | undefined, name: string): string | undefined {
   return env?.find((entry) => entry.startsWith(prefix))?.slice(prefix.length);
 }
 
-/** A valid, unique container name for a project id (Docker allows [a-zA-Z0-9][a-zA-Z0-9_.-]*). */
-export function containerName(projectId: string): string {
-  const safe = projectId.replace(/[^a-zA-Z0-9_.-]/g, "-").slice(0, 64);
-  if (safe === projectId) return `oub-${safe}`;
-  // Sanitising can map two ids to one name; a digest of the original keeps them apart.
-  const digest = createHash("sha256").update(projectId).digest("hex").slice(0, 8);
+/**
+ * A valid container name (Docker allows [a-zA-Z0-9][a-zA-Z0-9_.-]*) for a project's container on
+ * a host: the host id is part of it, since hosts may share an engine and a project that moved
+ * from one to another has a container on each until the first one's sessions end.
+ */
+export function containerName(hostId: string, projectId: string): string {
+  const raw = `${hostId}-${projectId}`;
+  const safe = raw.replace(/[^a-zA-Z0-9_.-]/g, "-").slice(0, 200);
+  if (safe === raw) return `oub-${safe}`;
+  // Sanitising (or cutting) can map two to one name; a digest of the original keeps them apart.
+  const digest = createHash("sha256").update(raw).digest("hex").slice(0, 8);
   return `oub-${safe}-${digest}`;
 }

@@ -8,12 +8,13 @@ import type { RequestMethod } from "../../../protocol/rpc/method.js";
 import type { AgentStartParams, ApprovalParams } from "../../../protocol/socket.js";
 import { SocketMethods } from "../../../protocol/socket.js";
 import { type HostNotice, TunnelMethods } from "../../../protocol/tunnel.js";
-import type { GitPushed } from "../../../protocol/tunnel-git.js";
+import type { GitPush } from "../../../protocol/tunnel-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
-import { SESSION_ENDED_DECISION, SessionTunnel } from "../tunnel/session-tunnel.js";
+import { SessionTunnel } from "../tunnel/session-tunnel.js";
+import { SESSION_ENDED_DECISION } from "../tunnel/undecided.js";
 import { ApprovalRelay } from "./approval-relay.js";
 import { CallerCalls } from "./caller-calls.js";
 import type { RunnerLink } from "./runner-link.js";
@@ -182,7 +183,7 @@ export class SessionRuntime {
   }
 
   /** The agent pushed a branch through the host: its session is told. */
-  gitPushed(event: GitPushed): void {
+  gitPushed(event: GitPush): void {
     this.#tunnel.gitPushed(event);
   }
 

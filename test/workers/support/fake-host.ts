@@ -13,6 +13,7 @@ import {
   type CallerToolOutcome,
   type CallerToolsConfig,
 } from "../../../protocol/caller-tools.js";
+import { MIN_HOST_AGENT_VERSION } from "../../../protocol/host-version.js";
 import { type JsonObject, JsonValueSchema } from "../../../protocol/json.js";
 import { RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
@@ -30,6 +31,7 @@ import {
   type TunnelFailure,
   TunnelMethod,
 } from "../../../protocol/tunnel.js";
+import type { GitPushed } from "../../../protocol/tunnel-git.js";
 import { WorkspaceCreateParamsSchema } from "../../../protocol/tunnel-projects.js";
 import { closeAllSockets } from "./frame-socket.js";
 import { until } from "./poll.js";
@@ -75,6 +77,8 @@ export interface FakeHostOptions {
   answer?: (request: HostRequest) => HostAnswer | null;
   /** The host token to connect with (default: the configured one). */
   token?: string;
+  /** The version it reports in `host_hello` (default: the oldest this Worker supports). */
+  agentVersion?: string;
 }
 
 /** A host id no other test (or test file) uses, so no placement of another test is reconciled. */
@@ -130,7 +134,7 @@ export class FakeHost {
       v: TUNNEL_PROTOCOL_VERSION,
       host_id: this.hostId,
       runtime: "process",
-      agent_version: "test",
+      agent_version: this.options.agentVersion ?? MIN_HOST_AGENT_VERSION,
       sessions: this.options.sessions ?? [],
       max_sessions: this.options.maxSessions ?? 10,
       ...overrides,
@@ -285,6 +289,12 @@ export class SessionTunnel {
 
   barrier(): Promise<void> {
     return this.socket.barrier();
+  }
+
+  /** Tells the session its agent pushed a branch (the request id is the push id); its answer. */
+  gitPushed(push: GitPushed): Promise<RpcAnswer> {
+    this.socket.request(TunnelMethod.gitPushed, push, push.push_id);
+    return this.socket.answer(push.push_id);
   }
 
   /** Reports the session's model usage, as the host's model proxy does. */

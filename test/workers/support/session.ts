@@ -47,6 +47,9 @@ export interface SpawnOptions {
   agent?: SessionAgentSpec;
   callerPresence?: CallerPresence;
   approvals?: ApprovalSettings;
+  relocate?: boolean;
+  /** The project's remote (its default workspace is cloned from it). */
+  remoteUrl?: string;
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -64,13 +67,20 @@ export async function spawn(options: SpawnOptions = {}) {
     prompt: options.prompt ?? null,
     image: null,
     project: { limits: {}, workspace_isolation: false },
-    workspace: { initGit: false, remoteUrl: null, gitCredential: null, branch: null, sessionGit: null },
+    workspace: {
+      initGit: false,
+      remoteUrl: options.remoteUrl ?? null,
+      gitCredential: null,
+      branch: null,
+      sessionGit: null,
+    },
     via: options.via ?? null,
     agent: options.agent ?? { runtime: "scripted" },
     droidKey: null,
     idleTimeoutMs: options.idleTimeoutMs ?? 0,
     maxLifetimeMs: options.maxLifetimeMs ?? 0,
     ...(options.approvals ? { approvals: options.approvals } : {}),
+    ...(options.relocate ? { relocate: true } : {}),
   });
   if (!created.ok) throw new Error(`spawn failed: ${created.error.code} ${created.error.message}`);
   return { sessionId, stub, info: created.value };

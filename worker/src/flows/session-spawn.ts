@@ -86,6 +86,7 @@ export interface SpawnArgs extends CallerFields, ApprovalArgs {
   branch?: true | string | undefined;
   base?: string | undefined;
   new_session: boolean;
+  relocate?: boolean | undefined;
   external_id?: string | undefined;
   source?: string | undefined;
   agent?: AgentRuntime | undefined;
@@ -196,6 +197,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     via: ctx.mcp?.via ?? null,
     idleTimeoutMs: plan.config.limits.idle_timeout_seconds * 1000,
     maxLifetimeMs: plan.config.limits.max_lifetime_seconds * 1000,
+    ...(args.relocate === true ? { relocate: true } : {}),
   });
   const created = settled(ctx, sessionId, result);
   if (child) unwrap(await objects.session(ctx.env, child.parentId).addChild(sessionId));

@@ -3,6 +3,19 @@ import { fail, ok, type Result } from "../errors.js";
 import type { ConnectedHost } from "./host-channels.js";
 import type { HostStore } from "./host-store.js";
 
+/** A project moved to another host for a session: from where, and why (its workspaces stayed behind). */
+export interface Moved {
+  from: string;
+  reason: "draining" | "relocated";
+}
+
+/** Where a session was placed, and whether its project moved there. */
+export interface Placed {
+  hostId: string;
+  runtime: RuntimeKind;
+  moved?: Moved;
+}
+
 /** What placement needs from the registry. */
 export interface HostPlacementDeps {
   store: HostStore;
@@ -37,17 +50,23 @@ export class HostPlacement {
   async place(input: {
     sessionId: string;
     projectId: string;
-  }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
+    /** Move the project to another host if its own is not connected (its workspaces stay behind). */
+    relocate?: boolean;
+  }): Promise<Result<Placed>> {
     const { store } = this.#d;
     const deadline = Date.now() + this.#d.waitMs();
     for (;;) {
-      const chosen = this.hostFor(input.projectId);
+      const chosen = this.#hostForSession(input.projectId, input.relocate === true);
       if (chosen.ok) {
-        const host = chosen.value;
+        const { host, moved } = chosen.value;
         store.placeProject(input.projectId, host.attachment.hostId);
         store.place(input.sessionId, host.attachment.hostId);
         this.#d.placed();
-        return ok({ hostId: host.attachment.hostId, runtime: host.attachment.runtime });
+        return ok({
+          hostId: host.attachment.hostId,
+          runtime: host.attachment.runtime,
+          ...(moved === null ? {} : { moved }),
+        });
       }
       if (chosen.error.code !== "no_host" || Date.now() >= deadline)
         return fail(chosen.error.code, chosen.error.message);
@@ -94,6 +113,48 @@ export class HostPlacement {
   /** A host is ready: spawns waiting for one look again. */
   hostReady(): void {
     for (const wake of [...this.#waiters]) wake();
+  }
+
+  /**
+   * The host a project's next session goes to: its own, unless that one drains (then another,
+   * and the project moves with it) or is away and the caller asked to relocate. A project whose
+   * host is lost or revoked moves only when asked: its workspaces are there.
+   */
+  #hostForSession(
+    projectId: string,
+    relocate: boolean,
+  ): Result<{ host: ConnectedHost; moved: Moved | null }> {
+    const { store } = this.#d;
+    const placed = store.projectHost(projectId);
+    const chosen = this.hostFor(projectId);
+    if (chosen.ok || placed === null) return chosen.ok ? ok({ host: chosen.value, moved: null }) : chosen;
+    const connected = this.connectedHost(placed);
+    const draining = connected !== undefined && store.drainedSince(placed) !== null;
+    if (!draining && !relocate) {
+      const gone = store.lostAt(placed) !== null || store.hostRevoked(placed);
+      if (!gone)
+        return fail(
+          chosen.error.code,
+          `${chosen.error.message} (relocate: true starts it on another host now; its workspaces stay on ${placed})`,
+        );
+      return fail(
+        "host_lost",
+        `project ${projectId} lives on host ${placed}, which is ${store.hostRevoked(placed) ? "revoked" : "lost"}; ` +
+          "its workspaces are there. Spawn with relocate: true to start it on another host " +
+          "(its workspace starts afresh there, or from its git remote)",
+      );
+    }
+    // Moving: any other open host with room.
+    const others = this.#d
+      .connected()
+      .filter((h) => h.attachment.hostId !== placed && store.drainedSince(h.attachment.hostId) === null);
+    const best = this.#mostRoom(others);
+    if (best === null)
+      return fail(
+        "host_full",
+        `project ${projectId} lives on host ${placed}, which is ${draining ? "draining" : "not connected"}, and no other host has room`,
+      );
+    return ok({ host: best, moved: { from: placed, reason: draining ? "draining" : "relocated" } });
   }
 
   /** The host a project's next session goes to, or why there is none. */

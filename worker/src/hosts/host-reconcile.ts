@@ -1,3 +1,4 @@
+import { hostVersionWarning } from "../../../protocol/host-version.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { ParsedParams, RequestMethod, SentParams, SentResult } from "../../../protocol/rpc/method.js";
 import { TunnelMethods } from "../../../protocol/tunnel.js";
@@ -72,7 +73,10 @@ export class HostReconcile {
       host: a.hostId,
       runtime: params.runtime,
       sessions: params.sessions.length,
+      version: params.agent_version,
     });
+    const outdated = hostVersionWarning(params.agent_version);
+    if (outdated !== null) this.#d.log.warn("host-agent outdated", { host: a.hostId, warning: outdated });
     await this.#sessions(ws, a.hostId, new Set(params.sessions));
     void this.#projects(
       ws,
@@ -95,7 +99,7 @@ export class HostReconcile {
     this.watch();
   }
 
-  /** The alarm: hosts gone longer than the grace period lose their sessions and projects. */
+  /** The alarm: hosts gone longer than the grace period lose their sessions and are lost. */
   async alarm(): Promise<void> {
     const { store } = this.#d;
     const now = Date.now();
@@ -114,13 +118,13 @@ export class HostReconcile {
       if (now - missingSince < graceMs) continue;
       const reason = `host ${hostId} lost: its host-agent was not connected for ${Math.round((now - missingSince) / 1000)} s`;
       await this.#loseSessions(hostId, store.sessionsOn(hostId), reason);
-      // Its projects are free to start again elsewhere (with fresh workspaces: theirs were on the
-      // lost host). If it comes back, it keeps the ones no other host took meanwhile.
-      const stranded = store.projectsOn(hostId);
-      for (const projectId of stranded) store.forgetProject(projectId);
-      if (stranded.length > 0)
-        this.#d.log.warn("released the projects of a lost host", { host: hostId, projects: stranded.length });
-      store.forgetHost(hostId);
+      // Its projects stay placed on it (their workspaces are there): a spawn in one says so and
+      // moves only when asked (relocate). It stays listed as lost, unless it was revoked.
+      if (store.hostRevoked(hostId)) store.forgetHost(hostId);
+      else {
+        store.markLost(hostId, missingSince, now);
+        this.#d.log.warn("host lost", { host: hostId, projects: store.projectsOn(hostId).length });
+      }
     }
     this.watch(true);
   }

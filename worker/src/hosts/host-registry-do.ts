@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ProjectSpec } from "../../../protocol/project.js";
-import type { HostDisk, RuntimeKind, SessionSpec } from "../../../protocol/tunnel.js";
+import type { HostDisk, SessionSpec } from "../../../protocol/tunnel.js";
 import { principalOf } from "../auth/principal-header.js";
 import { config, type Env } from "../env.js";
 import type { Result } from "../errors.js";
@@ -10,7 +10,7 @@ import type { WorkspaceSetup } from "../projects/project-config.js";
 import { type HostAttachment, hostAttachment } from "./host-attachment.js";
 import { type ConnectedHost, connectedHosts, hostTag } from "./host-channels.js";
 import { type HostListing, listHosts } from "./host-listing.js";
-import { HostPlacement } from "./host-placement.js";
+import { HostPlacement, type Placed } from "./host-placement.js";
 import { HostReconcile } from "./host-reconcile.js";
 import { HostRequests } from "./host-requests.js";
 import { HostStore } from "./host-store.js";
@@ -110,12 +110,11 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
    * live there), or, for a project not placed yet, on the connected host with the most room. The
    * placement is recorded before the host is asked to start anything, so the session recognises
    * its tunnel. When the host it needs is not connected it waits a little for it to (re)connect;
-   * when every host is full or draining it says so at once.
+   * when every host is full or draining it says so at once. A project whose host drains moves to
+   * another (its workspaces stay behind, which the answer says); one whose host is away moves only
+   * with `relocate`.
    */
-  async place(input: {
-    sessionId: string;
-    projectId: string;
-  }): Promise<Result<{ hostId: string; runtime: RuntimeKind }>> {
+  async place(input: { sessionId: string; projectId: string; relocate?: boolean }): Promise<Result<Placed>> {
     return this.#placement.place(input);
   }
 
@@ -199,7 +198,13 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
    * missing from now on, so its sessions end after the grace period unless it comes back with a
    * new token.
    */
-  async disconnectHost(input: { hostId: string; reason: string; tokenIds: string[] }): Promise<void> {
+  async disconnectHost(input: {
+    hostId: string;
+    reason: string;
+    tokenIds: string[];
+  }): Promise<{ known: boolean }> {
+    const known =
+      this.ctx.getWebSockets(hostTag(input.hostId)).length > 0 || this.#store.knowsHost(input.hostId);
     this.#store.revokeTokens(input.tokenIds, Date.now());
     for (const ws of this.ctx.getWebSockets(hostTag(input.hostId))) {
       try {
@@ -217,7 +222,11 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
           .catch(() => {}),
       ),
     );
+    // No longer listed once its sessions are over (at once when it runs none).
+    this.#store.setHostRevoked(input.hostId, Date.now());
     if (sessions.length > 0) this.#reconcile.missing(input.hostId);
+    else this.#store.forgetHost(input.hostId);
+    return { known };
   }
 
   // ------------------------------------------------------------------ host channel

@@ -1,6 +1,7 @@
 /**
  * The host registry's tables: placements (which host runs which session, and whether its start
- * was confirmed) and hosts that went missing (since when), for the grace period.
+ * was confirmed), projects' hosts, hosts that went missing (since when, for the grace period),
+ * hosts lost (missing past it: listed, their projects kept, until revoked) and hosts revoked.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS placements (session_id TEXT PRIMARY KEY, host_id TEXT NOT NULL);
@@ -10,6 +11,8 @@ CREATE TABLE IF NOT EXISTS project_hosts (project_id TEXT PRIMARY KEY, host_id T
 CREATE INDEX IF NOT EXISTS project_hosts_host ON project_hosts (host_id);
 CREATE TABLE IF NOT EXISTS revoked_host_tokens (token_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS drained_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS lost_hosts (host_id TEXT PRIMARY KEY, missing_since INTEGER NOT NULL, lost_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS revoked_hosts (host_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
 `;
 
 export class HostStore {
@@ -84,12 +87,64 @@ export class HostStore {
     this.#sql.exec("INSERT OR IGNORE INTO missing_hosts (host_id, since) VALUES (?, ?)", hostId, now);
   }
 
+  /** The host is connected (again): not missing, not lost, and (with a new token) not revoked. */
   hostBack(hostId: string): void {
-    this.#sql.exec("DELETE FROM missing_hosts WHERE host_id = ?", hostId);
+    this.forgetHost(hostId);
+    this.#sql.exec("DELETE FROM revoked_hosts WHERE host_id = ?", hostId);
   }
 
+  /** Neither missing nor lost any more (it is back, or revoked: no longer listed). */
   forgetHost(hostId: string): void {
-    this.hostBack(hostId);
+    this.#sql.exec("DELETE FROM missing_hosts WHERE host_id = ?", hostId);
+    this.#sql.exec("DELETE FROM lost_hosts WHERE host_id = ?", hostId);
+  }
+
+  /** Missing past the grace period: its sessions were ended; it stays listed, with its projects. */
+  markLost(hostId: string, missingSince: number, now: number): void {
+    this.#sql.exec("DELETE FROM missing_hosts WHERE host_id = ?", hostId);
+    this.#sql.exec(
+      "INSERT OR REPLACE INTO lost_hosts (host_id, missing_since, lost_at) VALUES (?, ?, ?)",
+      hostId,
+      missingSince,
+      now,
+    );
+  }
+
+  lostHosts(): { hostId: string; missingSince: number; lostAt: number }[] {
+    return this.#sql
+      .exec("SELECT host_id, missing_since, lost_at FROM lost_hosts")
+      .toArray()
+      .map((r) => ({
+        hostId: String(r.host_id),
+        missingSince: Number(r.missing_since),
+        lostAt: Number(r.lost_at),
+      }));
+  }
+
+  lostAt(hostId: string): number | null {
+    const row = this.#sql.exec("SELECT lost_at FROM lost_hosts WHERE host_id = ?", hostId).toArray()[0];
+    return row ? Number(row.lost_at) : null;
+  }
+
+  /** Whether the registry has anything of this host: placements, projects, or it is missing or lost. */
+  knowsHost(hostId: string): boolean {
+    const row = this.#sql
+      .exec(
+        `SELECT 1 FROM placements WHERE host_id = ?1 UNION ALL SELECT 1 FROM project_hosts WHERE host_id = ?1
+         UNION ALL SELECT 1 FROM missing_hosts WHERE host_id = ?1 UNION ALL SELECT 1 FROM lost_hosts WHERE host_id = ?1 LIMIT 1`,
+        hostId,
+      )
+      .toArray();
+    return row.length > 0;
+  }
+
+  /** An operator revoked the host (`host revoke`): no longer listed once its sessions are over. */
+  setHostRevoked(hostId: string, now: number): void {
+    this.#sql.exec("INSERT OR IGNORE INTO revoked_hosts (host_id, since) VALUES (?, ?)", hostId, now);
+  }
+
+  hostRevoked(hostId: string): boolean {
+    return this.#sql.exec("SELECT 1 FROM revoked_hosts WHERE host_id = ?", hostId).toArray().length > 0;
   }
 
   /** The host a project lives on (its container and workspaces): sticky once chosen. */

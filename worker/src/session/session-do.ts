@@ -24,7 +24,7 @@ import type { NestInfo } from "./nesting.js";
 import { Presence } from "./presence.js";
 import { requireReader, requireWriter } from "./session-access.js";
 import { SessionEndedError } from "./session-errors.js";
-import { SessionLifecycle } from "./session-lifecycle.js";
+import { type ProjectMoved, SessionLifecycle } from "./session-lifecycle.js";
 import { isLive, type PendingRequests, type SessionInfo, type SessionStatus } from "./session-record.js";
 import { SessionState } from "./session-state.js";
 import { SessionStore } from "./session-store.js";
@@ -247,11 +247,13 @@ export class SessionDurableObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ RPC from tools
 
-  async create(input: CreateSessionInput): Promise<Result<SessionInfo>> {
+  async create(input: CreateSessionInput): Promise<Result<SessionInfo & { moved?: ProjectMoved }>> {
     if (this.#state.current)
       return { ok: false, error: { code: "conflict", message: `session ${input.sessionId} already exists` } };
     const started = await this.#lifecycle.start(input);
-    return started.ok ? { ok: true, value: this.#views.info() } : started;
+    if (!started.ok) return started;
+    const { moved } = started.value;
+    return { ok: true, value: { ...this.#views.info(), ...(moved ? { moved } : {}) } };
   }
 
   async sendMessage(

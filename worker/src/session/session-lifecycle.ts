@@ -1,6 +1,7 @@
 import type { UsageTotals } from "../../../protocol/usage.js";
 import type { Env } from "../env.js";
 import type { Result } from "../errors.js";
+import type { Moved } from "../hosts/host-placement.js";
 import { errorMessage } from "../log.js";
 import { objects } from "../objects/keys.js";
 import type { Approvals } from "./approvals.js";
@@ -11,6 +12,27 @@ import { failure } from "./outcomes.js";
 import { isLive, type SessionStatus } from "./session-record.js";
 import type { SessionState } from "./session-state.js";
 import type { CreateSessionInput } from "./types.js";
+
+/** What a session is told when its project moved to another host for it (see `project_moved`). */
+export type ProjectMoved = Omit<ReturnType<typeof movedEvent>, "type">;
+
+function withoutType({ type: _, ...note }: ReturnType<typeof movedEvent>): ProjectMoved {
+  return note;
+}
+
+function movedEvent(input: CreateSessionInput, moved: Moved, toHost: string) {
+  const workspace = input.workspace.remoteUrl !== null ? ("from_remote" as const) : ("empty" as const);
+  const why = moved.reason === "draining" ? `host ${moved.from} is draining` : `host ${moved.from} is away`;
+  const begins = workspace === "from_remote" ? "cloned afresh from the project's remote" : "empty";
+  return {
+    type: "project_moved" as const,
+    from_host: moved.from,
+    to_host: toHost,
+    reason: moved.reason,
+    workspace,
+    message: `project ${input.projectId} moved to host ${toHost}: ${why}. Its workspaces stay on ${moved.from}; workspace ${input.workspaceId} begins ${begins} here.`,
+  };
+}
 
 /** Schedules one session tells when it goes idle; more wait for their next alarm instead. */
 const MAX_IDLE_WATCHERS = 16;
@@ -50,7 +72,7 @@ export class SessionLifecycle {
   }
 
   /** Records a new session, places it on a host and starts its droid there. */
-  async start(input: CreateSessionInput): Promise<Result<void>> {
+  async start(input: CreateSessionInput): Promise<Result<{ moved: ProjectMoved | null }>> {
     const { state, events } = this.#d;
     state.begin({
       sessionId: input.sessionId,
@@ -93,8 +115,14 @@ export class SessionLifecycle {
     if (input.prompt !== null) this.#d.queueMessage(input.prompt);
     const registry = objects.hostRegistry(this.#d.env);
     // The host is recorded before it is asked to start anything, so its tunnel is recognised.
-    const placed = await registry.place({ sessionId: input.sessionId, projectId: input.projectId });
+    const placed = await registry.place({
+      sessionId: input.sessionId,
+      projectId: input.projectId,
+      ...(input.relocate ? { relocate: true } : {}),
+    });
     if (!placed.ok) return this.#failStart(placed);
+    const event = placed.value.moved ? movedEvent(input, placed.value.moved, placed.value.hostId) : null;
+    if (event) events.emit(event);
     const record = state.require();
     record.hostId = placed.value.hostId;
     record.runtime = placed.value.runtime;
@@ -115,7 +143,8 @@ export class SessionLifecycle {
       this.reportStatus(null);
       events.emit({ type: "session_started", host_id: placed.value.hostId, runtime: placed.value.runtime });
     }
-    return { ok: true, value: undefined };
+    // The move is said in the spawn's answer too: the caller learns its workspace did not come along.
+    return { ok: true, value: { moved: event === null ? null : withoutType(event) } };
   }
 
   /**
@@ -256,7 +285,7 @@ export class SessionLifecycle {
         .terminate(`its parent session ${record.sessionId} has ended`);
   }
 
-  #failStart(result: Result<unknown> & { ok: false }): Result<void> {
+  #failStart(result: Result<unknown> & { ok: false }): Result<never> {
     const { state } = this.#d;
     const record = state.require();
     if (isLive(record.status)) {

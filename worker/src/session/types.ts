@@ -69,6 +69,8 @@ export interface CreateSessionInput {
   maxLifetimeMs: number;
   /** What the agent asks before acting (absent: nothing, as before approvals existed). */
   approvals?: ApprovalSettings;
+  /** Move the project to another host if its own is away (lost, revoked or not connected). */
+  relocate?: boolean;
 }
 
 export interface SendMessageInput {

@@ -1,5 +1,7 @@
 import { z } from "zod";
+import { config } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
+import { hostSetup } from "../hosts/host-setup.js";
 import { objects } from "../objects/keys.js";
 import { mintToken } from "../tokens/mint.js";
 import { action, defineActionTool } from "./define.js";
@@ -22,7 +24,16 @@ export const hostTool = defineActionTool({
       target: "global",
       timing: "sync",
       example: { host_id: "builder-1" },
-      input: z.object({ host_id: HostIdSchema }),
+      input: z.strictObject({
+        host_id: HostIdSchema,
+        worker_url: z
+          .url({ protocol: /^https?$/ })
+          .max(2048)
+          .optional()
+          .describe(
+            "This Worker's URL as the host reaches it (default: the first OUBLIETTE_PUBLIC_ORIGINS).",
+          ),
+      }),
       async handler(args, ctx) {
         ctx.auditTarget(args.host_id);
         const minted = await mintToken();
@@ -38,10 +49,13 @@ export const hostTool = defineActionTool({
             prefix: minted.prefix,
           }),
         );
+        const workerUrl =
+          args.worker_url ?? config(ctx.env).publicOrigins[0] ?? "https://<this Worker's URL>";
         return {
           ...info,
           token: minted.token,
-          note: `Start the host-agent with --host-id ${args.host_id} and this token; it is not shown again.`,
+          ...hostSetup({ workerUrl, hostId: args.host_id, token: minted.token }),
+          note: `The token is shown once: save the environment file now. The host-agent starts with --host-id ${args.host_id} and this token.`,
         };
       },
     }),
@@ -78,20 +92,39 @@ export const hostTool = defineActionTool({
       },
     }),
     revoke: action({
-      description: "Revoke a host's token and cut it off now; its sessions end after the host grace period.",
+      description:
+        "Revoke a host's token and cut it off now; its sessions end after the host grace period, and it is no longer listed (a lost host too). Its projects stay placed on it: their next spawn needs relocate.",
       access: "admin",
       target: "global",
       timing: "sync",
       example: { host_id: "builder-1" },
-      input: z.object({ host_id: HostIdSchema }),
+      input: z.strictObject({
+        host_id: HostIdSchema,
+        worker_url: z
+          .url({ protocol: /^https?$/ })
+          .max(2048)
+          .optional()
+          .describe(
+            "This Worker's URL as the host reaches it (default: the first OUBLIETTE_PUBLIC_ORIGINS).",
+          ),
+      }),
       async handler(args, ctx) {
         ctx.auditTarget(args.host_id);
         const revoked = await objects.tokens(ctx.env).revokeHost(args.host_id);
-        if (revoked.length === 0) throw new AppError("not_found", `host ${args.host_id} has no active token`);
-        await objects
+        const { known } = await objects
           .hostRegistry(ctx.env)
           .disconnectHost({ hostId: args.host_id, reason: "its token was revoked", tokenIds: revoked });
-        return { host_id: args.host_id, revoked_tokens: revoked };
+        if (revoked.length === 0 && !known)
+          throw new AppError("not_found", `host ${args.host_id} has no active token and is not known here`);
+        return {
+          host_id: args.host_id,
+          revoked_tokens: revoked,
+          ...(revoked.length === 0
+            ? {
+                note: `host ${args.host_id} had no token of its own (it used the shared host token): it is no longer listed, but the shared token still lets it connect`,
+              }
+            : {}),
+        };
       },
     }),
   },

@@ -70,6 +70,12 @@ const spawnFields = {
     .boolean()
     .default(false)
     .describe("Start a new session even if one runs in the workspace (default: resume that one)."),
+  relocate: z
+    .boolean()
+    .optional()
+    .describe(
+      "If the project's host is lost, revoked or not connected, start the project on another host now. Its workspaces stay on the old host: here the workspace begins empty, or cloned from the project's remote_url.",
+    ),
   agent: AgentRuntimeSchema.optional().describe(
     `Agent runtime (default: the project's default_agent): ${AgentRuntimeSchema.options.join(", ")}.`,
   ),

@@ -49,13 +49,17 @@ function lastSeen(host: Host): string {
   return host.missing_since ? `before ${when(host.missing_since)}` : "—";
 }
 
-/** The enrolment answer: how to start the host-agent with its new token (shown once). */
-function enrolmentText(answer: JsonRecord, hostId: string): string {
-  const token = str(answer, "token") ?? "";
-  const command =
-    `OUBLIETTE_WORKER_URL=${location.origin} OUBLIETTE_HOST_ID=${hostId} ` +
-    `OUBLIETTE_HOST_TOKEN=${token} npm run host-agent`;
-  return [command, "", `token: ${token}`, str(answer, "note") ?? ""].join("\n");
+/** The enrolment answer, as the tool gives it: how to start the host, and its environment file (shown once). */
+function enrolmentText(answer: JsonRecord): string {
+  const commands = answer.commands;
+  const lines = Array.isArray(commands) ? commands.filter((c): c is string => typeof c === "string") : [];
+  return [
+    ...lines,
+    "",
+    `# ${str(answer, "env_path") ?? "the environment file"} (mode 0600):`,
+    str(answer, "env_file") ?? "",
+    str(answer, "note") ?? "",
+  ].join("\n");
 }
 
 /** `host-` and 8 hex digits, for an enrolment that names no id. */
@@ -128,11 +132,15 @@ export const hostsView: View = ({ root, scope }) => {
       event.preventDefault();
       const id = hostId.value.trim() || generatedHostId();
       void guarded(slot, async () => {
-        const answer = await callObject("host", { action: "enrol", host_id: id });
+        const answer = await callObject("host", {
+          action: "enrol",
+          host_id: id,
+          worker_url: location.origin,
+        });
         replace(
           place,
-          h("p", {}, "Shown once: start the host-agent with this token now."),
-          h("pre", { "aria-label": "Host enrolment", class: "output" }, enrolmentText(answer, id)),
+          h("p", {}, "Shown once: save the environment file on the new host now."),
+          h("pre", { "aria-label": "Host enrolment", class: "output" }, enrolmentText(answer)),
         );
         hostId.value = "";
         refresh();

@@ -9,14 +9,20 @@
  */
 import { createHash } from "node:crypto";
 import type Dockerode from "dockerode";
-import { dockerStatusCode } from "../../host-agent/src/runtime/errors.js";
 import {
   AGENT_IMAGE_TAG,
   type AgentRuntime,
   agentImageRepo,
   CLI_RUNTIMES,
-} from "../../protocol/agent-runtimes.js";
-import { type AgentCliFiles, type CliRuntimeName, cliLayoutKey, fetchAgentCli } from "./agent-cli.js";
+} from "../../../protocol/agent-runtimes.js";
+import { dockerStatusCode } from "../runtime/errors.js";
+import {
+  AGENT_CLI_CACHE,
+  type AgentCliFiles,
+  type CliRuntimeName,
+  cliLayoutKey,
+  fetchAgentCli,
+} from "./agent-cli.js";
 import { hostFile, packStream, packTree, type TreeEntry, treeSize } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
 import {
@@ -49,6 +55,7 @@ export async function ensureAgentImages(
   bundles: DroidBundles,
   runtimes: readonly AgentRuntime[],
   log: (line: string) => void,
+  cliCache: string = AGENT_CLI_CACHE,
 ): Promise<Partial<Record<AgentRuntime, string>>> {
   const tags: Partial<Record<AgentRuntime, string>> = {};
   for (const runtime of runtimes) {
@@ -56,7 +63,7 @@ export async function ensureAgentImages(
     tags[runtime] =
       runtime === "scripted"
         ? await ensureDroidImage(docker, bundles, log)
-        : await ensureAgentImage(docker, bundles, runtime, log);
+        : await ensureAgentImage(docker, bundles, runtime, log, cliCache);
     log(`${runtime}: ${tags[runtime]} ready after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   }
   return tags;
@@ -68,8 +75,9 @@ export async function ensureAgentImage(
   bundles: DroidBundles,
   runtime: CliRuntimeName,
   log: (line: string) => void,
+  cliCache: string = AGENT_CLI_CACHE,
 ): Promise<string> {
-  const base = await ensureAgentCliImage(docker, runtime, log);
+  const base = await ensureAgentCliImage(docker, runtime, log, cliCache);
   const tag = await ensureRunnerImage(
     docker,
     {
@@ -92,6 +100,7 @@ export async function ensureAgentCliImage(
   docker: Dockerode,
   runtime: CliRuntimeName,
   log: (line: string) => void,
+  cliCache: string = AGENT_CLI_CACHE,
 ): Promise<string> {
   const base = await ensureNodeBaseImage(docker, log);
   await checkNeeds(runtime);
@@ -110,7 +119,7 @@ export async function ensureAgentCliImage(
       contentHash,
       labels: { [RUNTIME_LABEL]: runtime, "oubliette.agent-version": version },
       context: async () => {
-        const cli = await fetchAgentCli(runtime, log);
+        const cli = await fetchAgentCli(runtime, log, cliCache);
         const libraries = await missingLibraries(cli);
         const megabytes = (treeSize(cli.entries) + treeSize(libraries)) / 1024 / 1024;
         const added = libraries.map((lib) => lib.path).join(", ") || "none";

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import type Dockerode from "dockerode";
 import tar from "tar-stream";
-import { isDockerNotFound } from "../../host-agent/src/runtime/errors.js";
+import { isDockerNotFound } from "../runtime/errors.js";
 import { asNodeStream } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
 import { readProgress } from "./progress.js";

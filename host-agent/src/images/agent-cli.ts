@@ -1,24 +1,27 @@
 /**
  * The agent CLIs as protocol/agent-runtimes.ts pins them: fetched from the npm registry (the only
- * one reachable) into `<repo>/.oubliette/cache/agent-cli/<runtime>-<version>/`, checked on this
+ * one reachable) into `<cache>/<runtime>-<version>/` (AGENT_CLI_CACHE), checked on this
  * machine with `--version`, and laid out under /opt/agents/<runtime>/ where each `command` expects
  * them. Where each package keeps the thing that runs is said once, in CLI_LAYOUTS.
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
-import { join, posix, relative } from "node:path";
+import { join, posix } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { AGENTS_DIR, CLI_RUNTIMES, type CliRuntime } from "../../protocol/agent-runtimes.js";
-import { repoRoot } from "../build.js";
+import { AGENTS_DIR, CLI_RUNTIMES, type CliRuntime } from "../../../protocol/agent-runtimes.js";
 import { hostTree, type TreeEntry, treeSize } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
 
 export type CliRuntimeName = keyof typeof CLI_RUNTIMES;
 export const CLI_RUNTIME_NAMES = Object.keys(CLI_RUNTIMES) as CliRuntimeName[];
 
-/** Where fetched CLIs are kept (under .oubliette/, which git ignores). */
-export const AGENT_CLI_CACHE = join(repoRoot, ".oubliette", "cache", "agent-cli");
+/**
+ * Where fetched CLIs are kept by default: in a source checkout, under its .oubliette/ (which git
+ * ignores). The built host-agent passes its own (`images --cache-dir`, under its data directory).
+ */
+export const AGENT_CLI_CACHE = fileURLToPath(new URL("../../../.oubliette/cache/agent-cli", import.meta.url));
 /** Written last into a fetched CLI's directory: without it the directory is fetched again. */
 const COMPLETE_MARKER = ".oubliette-complete";
 
@@ -102,7 +105,7 @@ export async function fetchAgentCli(
   const cli = CLI_RUNTIMES[runtime];
   const spec = cliSpec(runtime);
   const dir = join(cacheDir, `${runtime}-${cli.version}`);
-  const shown = relative(repoRoot, dir) || dir;
+  const shown = dir;
   if (existsSync(join(dir, COMPLETE_MARKER))) {
     log(`${spec} is cached in ${shown}; not downloaded`);
     return cliFiles(runtime, dir);
