@@ -91,6 +91,9 @@ export function writeHomeAs(plan: HomePlan, uid: number, gid: number): Promise<v
     child.once("exit", (code) =>
       code === 0 ? resolve() : reject(new Error(`could not write the agent's home: ${stderr.trim()}`)),
     );
+    // A child that died before reading its plan says so by its exit code; its EPIPE must not
+    // end the runner (and every session in the container with it).
+    child.stdin.on("error", () => {});
     child.stdin.end(JSON.stringify(plan));
   });
 }
