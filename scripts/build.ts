@@ -13,6 +13,7 @@ import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { brotliCompressSync } from "node:zlib";
 import { type BuildOptions, build, type Plugin } from "esbuild";
+import { bundlesId } from "../host-agent/src/bundles/droid-bundles.js";
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 export const distDir = `${repoRoot}dist`;
@@ -76,9 +77,11 @@ const embedBundles: Plugin = {
           brotliCompressSync(await readFile(path)).toString("base64"),
         ]),
       );
+      const byName = Object.fromEntries(files);
+      // The strings are made only when files() runs (a host writing them for the first time).
       return {
         loader: "js",
-        contents: `export const EMBEDDED_BUNDLES = ${JSON.stringify(Object.fromEntries(files))};`,
+        contents: `export const EMBEDDED_BUNDLES = { id: ${JSON.stringify(bundlesId(byName))}, names: ${JSON.stringify(Object.keys(byName))}, files() { return ${JSON.stringify(byName)}; } };`,
       };
     });
   },

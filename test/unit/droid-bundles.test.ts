@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { brotliCompressSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { writeBundles } from "../../host-agent/src/bundles/droid-bundles.js";
+import { bundlesId, writeBundles } from "../../host-agent/src/bundles/droid-bundles.js";
+import type { EmbeddedBundles } from "../../host-agent/src/bundles/embedded-bundles.js";
 import { parseAgents } from "../../host-agent/src/cli/images-command.js";
 
 const pack = (text: string) => brotliCompressSync(Buffer.from(text)).toString("base64");
@@ -18,6 +19,20 @@ const FILES = {
   "scripted-droid.mjs": pack("console.log('droid')\n"),
 };
 
+/** Files as the build embeds them; counts how often their strings were made. */
+function embed(files: Record<string, string>) {
+  const made = { count: 0 };
+  const embedded: EmbeddedBundles = {
+    id: bundlesId(files),
+    names: Object.keys(files),
+    files: () => {
+      made.count += 1;
+      return files;
+    },
+  };
+  return { embedded, made };
+}
+
 let root: string;
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), "oub-bundles-"));
@@ -26,7 +41,7 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe("the bundles a built host-agent carries", () => {
   it("are written byte for byte into a directory named by their content, readable by all", async () => {
-    const paths = await writeBundles(FILES, root);
+    const paths = await writeBundles(embed(FILES).embedded, root);
     expect(readFileSync(paths.containerClient, "utf8")).toBe("console.log('runner')\n");
     expect(readFileSync(paths.scriptedDroid, "utf8")).toBe("console.log('droid')\n");
     expect(readFileSync(`${paths.containerClient}.map`, "utf8")).toBe('{"version":3}');
@@ -36,18 +51,21 @@ describe("the bundles a built host-agent carries", () => {
     expect(statSync(paths.containerClient).mode & 0o777).toBe(0o644);
   });
 
-  it("are written once: a second start finds them as they are", async () => {
-    const first = await writeBundles(FILES, root);
+  it("are written once: a second start finds them as they are, without making their strings", async () => {
+    const { embedded, made } = embed(FILES);
+    const first = await writeBundles(embedded, root);
+    expect(made.count).toBe(1);
     writeFileSync(first.scriptedDroid, "touched\n");
-    const second = await writeBundles(FILES, root);
+    const second = await writeBundles(embedded, root);
     expect(second).toEqual(first);
     expect(readFileSync(second.scriptedDroid, "utf8")).toBe("touched\n");
+    expect(made.count).toBe(1);
   });
 
   it("of another build go beside the first, which is left as it was", async () => {
-    const old = await writeBundles(FILES, root);
+    const old = await writeBundles(embed(FILES).embedded, root);
     const next = await writeBundles(
-      { ...FILES, "scripted-droid.mjs": pack("console.log('droid 2')\n") },
+      embed({ ...FILES, "scripted-droid.mjs": pack("console.log('droid 2')\n") }).embedded,
       root,
     );
     expect(next.scriptedDroid).not.toBe(old.scriptedDroid);
@@ -57,7 +75,7 @@ describe("the bundles a built host-agent carries", () => {
 
   it("must hold both programs", async () => {
     const { "scripted-droid.mjs": _, ...partial } = FILES;
-    await expect(writeBundles(partial, root)).rejects.toThrow(
+    await expect(writeBundles(embed(partial).embedded, root)).rejects.toThrow(
       "this host-agent was built without scripted-droid.mjs",
     );
   });

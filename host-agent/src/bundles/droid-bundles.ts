@@ -4,11 +4,13 @@
  * their content, so an upgrade never runs a mix of old and new; from source they are dist/'s.
  */
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { createWriteStream, existsSync } from "node:fs";
+import { mkdir, rename } from "node:fs/promises";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
-import { brotliDecompressSync } from "node:zlib";
+import { createBrotliDecompress } from "node:zlib";
 import type { DroidBundles } from "../images/images.js";
 import { EMBEDDED_BUNDLES, type EmbeddedBundles } from "./embedded-bundles.js";
 
@@ -45,22 +47,32 @@ export async function droidBundles(dataDir: string): Promise<DroidBundles> {
   return found;
 }
 
-/** Writes the embedded files into `<root>/<content hash>/` unless there already; returns the programs' paths. */
-export async function writeBundles(files: EmbeddedBundles, root: string): Promise<DroidBundles> {
-  const names = Object.keys(files).sort();
-  for (const name of Object.values(BUNDLE_FILES))
-    if (!names.includes(name)) throw new Error(`this host-agent was built without ${name}`);
+/** The name of a set of embedded files: a hash of their names and (compressed) contents. */
+export function bundlesId(files: Readonly<Record<string, string>>): string {
   const hash = createHash("sha256");
-  for (const name of names) hash.update(`${name}\0${files[name]}\0`);
-  const dir = join(root, hash.digest("hex").slice(0, 16));
+  for (const name of Object.keys(files).sort()) hash.update(`${name}\0${files[name]}\0`);
+  return hash.digest("hex").slice(0, 16);
+}
+
+/** Writes the embedded files into `<root>/<their id>/` unless there already; returns the programs' paths. */
+export async function writeBundles(embedded: EmbeddedBundles, root: string): Promise<DroidBundles> {
+  const dir = join(root, embedded.id);
   const paths = inDir(dir);
-  if (names.every((name) => existsSync(join(dir, name)))) return paths;
+  for (const name of Object.values(BUNDLE_FILES))
+    if (!embedded.names.includes(name)) throw new Error(`this host-agent was built without ${name}`);
+  if (embedded.names.every((name) => existsSync(join(dir, name)))) return paths;
+  const files = embedded.files();
   // The process runtime's sessions run these as other users: readable by all, like /usr/bin.
   await mkdir(dir, { recursive: true, mode: 0o755 });
-  for (const name of names) {
-    // Written aside and renamed, so a crash never leaves half a file under its name.
+  for (const name of embedded.names) {
+    // Written aside and renamed, so a crash never leaves half a file under its name; streamed, so
+    // the host-agent's peak memory does not grow by the programs' size.
     const partial = join(dir, `.${name}.${process.pid}.partial`);
-    await writeFile(partial, brotliDecompressSync(Buffer.from(files[name] ?? "", "base64")), { mode: 0o644 });
+    await pipeline(
+      Readable.from([Buffer.from(files[name] ?? "", "base64")]),
+      createBrotliDecompress(),
+      createWriteStream(partial, { mode: 0o644 }),
+    );
     await rename(partial, join(dir, name));
   }
   return paths;
