@@ -3,6 +3,7 @@ import { z } from "zod";
 import { Limits } from "../../protocol/limits.js";
 import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
 import { callTool, initialize, mcpFetch } from "./support/mcp.js";
+import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
 import { SseReader } from "./support/sse.js";
 import { OTHER_TOKEN } from "./support/tokens.js";
@@ -100,6 +101,23 @@ describe("the caller tool relay over MCP", () => {
       isError: true,
       structuredContent: { error: { code: "already_answered" } },
     });
+  });
+
+  it("audits the answers it refuses, not each one it delivers (the session keeps those)", async () => {
+    const r = await relay();
+    r.tunnel.call("call-1");
+    const { request_id } = await nextRequest(r.stream);
+    const answer = { session_id: r.sessionId, request_id, result: "once" };
+    expect((await callTool(r.mcp, "caller_tool_response", answer)).isError).toBeUndefined();
+    expect((await callTool(r.mcp, "caller_tool_response", answer)).isError).toBe(true);
+    const entries = async () => {
+      const listed = await callTool(r.mcp, "audit", { action_prefix: "caller_tool_response" });
+      const all = (listed.structuredContent as { entries: { target: string | null; outcome: string }[] })
+        .entries;
+      return all.filter((e) => e.target === r.sessionId);
+    };
+    await until(async () => (await entries()).length > 0, "the refused answer's audit entry");
+    expect((await entries()).map((e) => e.outcome)).toEqual(["already_answered"]);
   });
 
   it("refuses an answer from another token's MCP session with isError not_owner", async () => {

@@ -22,6 +22,8 @@ export interface ActionRun {
   signal?: AbortSignal | undefined;
   /** The session whose droid makes the call (audited with it). */
   viaSession: string | null;
+  /** "failures": audit only a failed outcome (see ActionDefinition.audit); default: every outcome. */
+  audit?: "failures" | undefined;
   /** Keeps background writes (the audit entry) alive. */
   defer(promise: Promise<unknown>): void;
   /** The log line of an unexpected failure ("tool failed", "job failed"). */
@@ -34,7 +36,8 @@ export type ActionOutcome = { ok: true; value: unknown } | { ok: false; error: E
 /**
  * Runs one action and audits it: the handler gets a context whose project checks use the
  * action's access and target; a typed error becomes its code, anything else `internal` (logged,
- * never shown); every action that is not a read leaves an audit entry with its outcome. The one
+ * never shown); every action that is not a read leaves an audit entry with its outcome (only a
+ * failed one for an action audited on "failures"). The one
  * path of the MCP endpoint's calls in place and of jobs.
  */
 export async function runAction(run: ActionRun): Promise<ActionOutcome> {
@@ -64,7 +67,7 @@ export async function runAction(run: ActionRun): Promise<ActionOutcome> {
       outcome = { ok: false, error: { code: "internal", message: `Internal error in ${label}` } };
     }
   }
-  if (!readsOnly(access)) {
+  if (!readsOnly(access) && !(run.audit === "failures" && outcome.ok)) {
     const entry = {
       token_id: principal.tokenId,
       action: label,

@@ -466,27 +466,28 @@ export class SessionDurableObject extends DurableObject<Env> {
     this.#input.attach(principal, via);
   }
 
-  /** An answer over a plain WebSocket: a mutating call outside the tools, so audited here. */
+  /**
+   * An answer over a plain WebSocket: a call outside the tools, audited here as the
+   * caller_tool_response tool is — a refused one only (each answer is kept by the session).
+   */
   #auditedAnswer(input: RespondInput): unknown {
-    const entry = {
-      at: Date.now(),
-      token_id: input.principal.tokenId,
-      action: "ws caller_tool_response",
-      target: this.#state.require().sessionId,
-      outcome: "ok",
-    };
     try {
       return this.#calls.respond(input);
     } catch (err) {
-      entry.outcome = err instanceof AppError ? err.code : "internal";
-      throw err;
-    } finally {
+      const entry = {
+        at: Date.now(),
+        token_id: input.principal.tokenId,
+        action: "ws caller_tool_response",
+        target: this.#state.require().sessionId,
+        outcome: err instanceof AppError ? err.code : "internal",
+      };
       objects
         .audit(this.env)
         .record(entry)
-        .catch((err: unknown) =>
-          this.#state.log.error("could not write the audit log", { error: errorMessage(err) }),
+        .catch((error: unknown) =>
+          this.#state.log.error("could not write the audit log", { error: errorMessage(error) }),
         );
+      throw err;
     }
   }
 }

@@ -22,6 +22,8 @@ export const callerToolResponseTool = defineTool({
       result: { content: [{ type: "text", text: "sent" }] },
     },
     timing: "sync",
+    // One per relayed call: the session keeps each answer; the audit log keeps refusals.
+    audit: "failures",
     input: z.object({
       session_id: z.string().min(1).max(64).describe("session_id of the caller_tool_request event."),
       request_id: z.string().min(1).max(128).describe("request_id of the caller_tool_request event."),

@@ -28,6 +28,11 @@ export interface ActionDefinition<I extends z.ZodObject = z.ZodObject, O = unkno
    * round, and the action runs only on a yes; clients that cannot be asked are not.
    */
   confirm?(args: z.output<I>): string;
+  /**
+   * "failures": only a refused or failed call is audited. For an action as frequent as the data it
+   * carries, whose success the session records itself (a caller's answer to its droid's call).
+   */
+  audit?: "failures";
   /** Arguments that make sense for this action (without `action`); checked against `input` by a test. */
   example: z.input<I>;
   handler(args: z.output<I>, ctx: ToolContext): Promise<O>;

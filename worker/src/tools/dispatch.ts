@@ -193,6 +193,7 @@ export async function callTool(
       access,
       target,
       auditTarget: projectId ?? (typeof args.session_id === "string" ? args.session_id : null),
+      audit: def.audit,
       mcp: call.mcp,
       signal: call.signal,
       viaSession: call.viaSession ?? null,
