@@ -75,7 +75,17 @@ async function droidBench(
   const [line] = await runSteps(
     caller,
     sessionId,
-    [{ op: "bench", name: "bench_echo", count, concurrency, arguments: { payload: "x" }, samples }],
+    [
+      {
+        op: "bench",
+        name: "bench_echo",
+        count,
+        concurrency,
+        arguments: { payload: "x" },
+        samples,
+        stamp: samples,
+      },
+    ],
     RUN_LIMIT_MS,
   );
   if (line?.op !== "bench") throw new Error(`the droid printed no bench result: ${JSON.stringify(line)}`);
@@ -176,8 +186,12 @@ async function main(): Promise<void> {
     caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "bench-caller");
     const seen = new Map<number, number>();
     let path: AnswerPath = "mcp";
+    // The latency rounds' calls carry when the droid made them: their way out, droid to caller.
+    const wayOut: number[] = [];
     caller.answerWith((request) => {
       if (path !== "mcp") return "ignore";
+      const sentAt = request.arguments.sent_at;
+      if (typeof sentAt === "number") wayOut.push(performance.timeOrigin + performance.now() - sentAt);
       const n = Number(request.arguments.n);
       seen.set(n, (seen.get(n) ?? 0) + 1);
       return { result: request.arguments };
@@ -233,6 +247,10 @@ async function main(): Promise<void> {
     );
     say(
       `2026 relayed tool    ${fmt(relay2026.p50)}  ${fmt(relay2026.p99)}  ${fmt(relay2026.mean)}   (request by subscriptions/listen, stateless caller_tool_response)`,
+    );
+    const out = summarize(wayOut);
+    say(
+      `  its way out        ${fmt(out.p50)}  ${fmt(out.p99)}  ${fmt(out.mean)}   (the droid's call to the caller's handler; the rest is the answer's way back)`,
     );
     say(`relay p50 / plain p50: ${ratio.toFixed(2)}x   (target <= 1.6x)`);
     say(`relay p99: ${relay.p99.toFixed(2)} ms   (target < 50 ms)`);
