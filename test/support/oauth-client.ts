@@ -65,17 +65,25 @@ export async function authorizeInBrowser(
     await page.goto(authorizationUrl);
     if ((await page.locator("#token").count()) > 0) {
       await page.fill("#token", person.token);
+      // A form the browser finds invalid (an empty token) is not sent: the page stays as it is.
+      const sends = await page
+        .locator("#token")
+        .evaluate((input) =>
+          (input as unknown as { form: { checkValidity(): boolean } }).form.checkValidity(),
+        );
       // waitForLoadState would see the sign-in page, still loaded: mark its document, and wait
       // for a loaded document without the mark (the consent page, or an error page).
       await page.evaluate(() => {
         (globalThis as { signInPage?: boolean }).signInPage = true;
       });
       await page.click("button[type=submit]");
-      await page.waitForFunction(
-        () =>
-          (globalThis as { signInPage?: boolean }).signInPage !== true &&
-          (globalThis as unknown as { document: { readyState: string } }).document.readyState === "complete",
-      );
+      if (sends)
+        await page.waitForFunction(
+          () =>
+            (globalThis as { signInPage?: boolean }).signInPage !== true &&
+            (globalThis as unknown as { document: { readyState: string } }).document.readyState ===
+              "complete",
+        );
     }
     const onConsent = (await page.locator("input[name=handle]").count()) > 0;
     if (!onConsent) return { consentText: "", finalUrl: page.url(), finalText: await bodyText(page) };
