@@ -26,12 +26,10 @@ import { TOKEN_RECHECK_MS } from "../session/subscriber-sockets.js";
 import type { PresenceChange } from "../session/types.js";
 import { SSE_HEADERS, SseStream } from "../streams/sse.js";
 import { AnswerStreams } from "./answer-streams.js";
-import { clientCanElicit } from "./approval-elicitation-form.js";
 import { ApprovalElicitations } from "./approval-elicitations.js";
 import { InFlightCalls } from "./in-flight-calls.js";
 import {
   type HttpReply,
-  jsonReply,
   McpErrorCode,
   RpcError,
   rpcErrorReply,
@@ -42,8 +40,8 @@ import { MCP_META, type McpMeta, passesLevel } from "./mcp-meta.js";
 import { handleMethod } from "./methods.js";
 import { McpStore } from "./outbox.js";
 import { PostReply } from "./post-reply.js";
-import { isSupportedVersion, negotiateVersion } from "./protocol-version.js";
-import { SERVER_INFO } from "./server-info.js";
+import { unsupportedVersion } from "./protocol-version.js";
+import { newMcpSession } from "./session-initialize.js";
 
 /** What the Worker passes for a POST /mcp. */
 export interface McpPostInput {
@@ -60,15 +58,6 @@ export interface McpPostInput {
 
 /** An MCP session with no stream and no requests for this long is terminated. */
 const IDLE_TTL_MS = 60 * 60_000;
-const INSTRUCTIONS =
-  "Oubliette runs droids (AI coding agents) in containers. Use the session tool to spawn one and " +
-  "send it messages. Declare caller_id and caller_tools to lend the droid your own tools: each call " +
-  "is a caller_tool_request event (request_id, tool, arguments, deadline); answer it with " +
-  "caller_tool_response before its deadline. Events arrive as notifications/message (logger " +
-  "oubliette.caller_tool for requests). If you cannot see notifications, poll session events with " +
-  "wait_seconds (since_index = the last next_index) or call session pending, then answer. If you " +
-  "leave between turns, spawn with caller_presence deadline so requests wait for you.";
-
 /**
  * One per MCP Streamable HTTP session (`Mcp-Session-Id`). Owns the session's protocol state,
  * its GET event stream (keep-alives, Last-Event-ID resumption from a bounded outbox) and the
@@ -251,33 +240,18 @@ export class McpSessionDurableObject extends DurableObject<Env> {
     sessionId: string,
   ): Promise<HttpReply> {
     if (this.#meta) return rpcErrorReply(400, McpErrorCode.invalidRequest, "session is already initialized");
-    const protocolVersion = negotiateVersion(request.params.protocolVersion);
-    this.#meta = {
-      sessionId,
-      tokenId: principal.tokenId,
-      protocolVersion,
-      clientName: request.params.clientInfo.name.slice(0, 128),
-      logLevel: "debug",
-      createdAt: new Date().toISOString(),
-      lastActivity: Date.now(),
-      canElicit: clientCanElicit(protocolVersion, request.params.capabilities),
-    };
+    const { meta, reply } = newMcpSession(request, principal, sessionId);
+    this.#meta = meta;
     this.#store.setMeta("session", MCP_META, this.#meta);
     await this.ctx.storage.setAlarm(Date.now() + IDLE_TTL_MS);
     this.#log = createLog({ component: "mcp", mcp_session: sessionId });
     this.#log.info("MCP session initialized", {
-      client: this.#meta.clientName,
-      protocol: protocolVersion,
+      client: meta.clientName,
+      protocol: meta.protocolVersion,
       token: principal.tokenId,
-      elicitation: this.#meta.canElicit,
+      elicitation: meta.canElicit,
     });
-    const result = {
-      protocolVersion,
-      capabilities: { tools: { listChanged: false }, logging: {} },
-      serverInfo: SERVER_INFO,
-      instructions: INSTRUCTIONS,
-    };
-    return jsonReply({ jsonrpc: "2.0", id: request.id, result }, { "mcp-session-id": sessionId });
+    return reply;
   }
 
   async #answer(
@@ -421,10 +395,4 @@ export class McpSessionDurableObject extends DurableObject<Env> {
       this.#log.warn("presence update failed", { session: sessionId, change, error: errorMessage(err) });
     }
   }
-}
-
-/** 400 for an MCP-Protocol-Version we do not speak (the transport spec requires it on every request). */
-function unsupportedVersion(version: string | null): HttpReply | null {
-  if (version === null || isSupportedVersion(version)) return null;
-  return rpcErrorReply(400, McpErrorCode.invalidRequest, `Unsupported MCP-Protocol-Version: ${version}`);
 }

@@ -1,4 +1,5 @@
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { type HttpReply, McpErrorCode, rpcErrorReply } from "./json-rpc.js";
 
 /**
  * MCP revisions of the 2025 era this server speaks (the `initialize` handshake, `Mcp-Session-Id`),
@@ -45,4 +46,10 @@ export function isModernVersion(version: string): boolean {
  */
 export function claimsModernEra(version: string): boolean {
   return /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= FIRST_MODERN_VERSION;
+}
+
+/** 400 for an MCP-Protocol-Version we do not speak (the transport spec requires it on every request). */
+export function unsupportedVersion(version: string | null): HttpReply | null {
+  if (version === null || isSupportedVersion(version)) return null;
+  return rpcErrorReply(400, McpErrorCode.invalidRequest, `Unsupported MCP-Protocol-Version: ${version}`);
 }
