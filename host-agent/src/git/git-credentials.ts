@@ -51,10 +51,24 @@ const CredentialsFileSchema = z.record(GitCredentialNameSchema, CredentialSchema
 
 export type GitCredential = z.input<typeof CredentialSchema>;
 
+/**
+ * The credentials file cannot be used: unreadable (`errno` says why), not JSON, or invalid. Its
+ * message names fields, credential names and key files, never a secret.
+ */
+export class GitCredentialsError extends Error {
+  constructor(
+    readonly code: "unreadable" | "not_json" | "invalid",
+    message: string,
+    readonly errno?: string,
+  ) {
+    super(message);
+  }
+}
+
 /** The files an SSH credential names must be there, and its key readable by this process alone. */
 function checkSshFiles(name: string, credential: GitCredential): void {
   const fail = (why: string): never => {
-    throw new Error(`invalid git credentials file: ${name}: ${why}`);
+    throw new GitCredentialsError("invalid", `invalid git credentials file: ${name}: ${why}`);
   };
   for (const file of [credential.ssh_key_file, credential.known_hosts_file]) {
     if (file === undefined) continue;
@@ -88,21 +102,23 @@ export class GitCredentials {
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      throw new Error(
-        `cannot read the git credentials file: ${(err as NodeJS.ErrnoException).code ?? "error"}`,
-      );
+      const errno = (err as NodeJS.ErrnoException).code ?? "error";
+      throw new GitCredentialsError("unreadable", `cannot read the git credentials file: ${errno}`, errno);
     }
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
       // Not the parser's message: it quotes the text around the fault, which may be a token.
-      throw new Error("the git credentials file is not JSON");
+      throw new GitCredentialsError("not_json", "the git credentials file is not JSON");
     }
     const parsed = CredentialsFileSchema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new Error(`invalid git credentials file: ${issue?.path.join(".") ?? ""} ${issue?.message ?? ""}`);
+      throw new GitCredentialsError(
+        "invalid",
+        `invalid git credentials file: ${issue?.path.join(".") ?? ""} ${issue?.message ?? ""}`,
+      );
     }
     for (const [name, credential] of Object.entries(parsed.data)) checkSshFiles(name, credential);
     return new GitCredentials(new Map(Object.entries(parsed.data)));

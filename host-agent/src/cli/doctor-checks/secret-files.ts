@@ -3,8 +3,8 @@
  * start (models/model-keys.ts, git/git-credentials.ts). Only what they hold is named (providers,
  * credential names), never a key or token; and a file other users can read is a failure.
  */
-import { readFile, stat } from "node:fs/promises";
-import { GitCredentials } from "../../git/git-credentials.js";
+import { stat } from "node:fs/promises";
+import { GitCredentials, GitCredentialsError } from "../../git/git-credentials.js";
 import { configuredProviders, loadModelKeys, ModelKeysError } from "../../models/model-keys.js";
 import { type DoctorFinding, errorText } from "./finding.js";
 
@@ -63,30 +63,20 @@ export async function checkGitCredentials(file: string | undefined): Promise<Doc
     };
   const fix =
     'fix the file: {"<name>": {"token": "…"}} or {"<name>": {"ssh_key_file": "/abs/key", "known_hosts_file": "/abs/known_hosts"}}';
-  // Parsed here first: a JSON parse error quotes the text around the fault, which may be a token.
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? errorText(error);
-    return {
-      check,
-      ok: false,
-      detail: `cannot read ${file} (${code})`,
-      fix: `check --git-credentials and the file's owner and mode`,
-    };
-  }
-  try {
-    JSON.parse(text);
-  } catch {
-    return { check, ok: false, detail: `${file} is not JSON`, fix };
-  }
   let names: string[];
   try {
-    // Its messages name fields, credential names and key files, never a secret.
     names = GitCredentials.load(file).names();
   } catch (error) {
-    return { check, ok: false, detail: errorText(error), fix };
+    if (!(error instanceof GitCredentialsError)) return { check, ok: false, detail: errorText(error), fix };
+    if (error.code === "unreadable")
+      return {
+        check,
+        ok: false,
+        detail: `cannot read ${file} (${error.errno})`,
+        fix: `check --git-credentials and the file's owner and mode`,
+      };
+    const detail = error.code === "not_json" ? `${file} is not JSON` : error.message;
+    return { check, ok: false, detail, fix };
   }
   const open = await exposed(check, file);
   if (open) return open;
