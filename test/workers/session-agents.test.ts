@@ -80,8 +80,13 @@ describe("model usage", () => {
   it("turns the host's usage reports into usage events and session get totals, ignoring stale reports", async () => {
     const s = await hostedSession({ agent: { runtime: "claude", max_cost_usd: 1 } });
     expect(await info(s)).toMatchObject({ agent: "claude", usage: null, max_cost_usd: 1 });
+    // Each report is taken in before the next is sent, as a host's model proxy sends them (one per
+    // model request). Sent back to back, the first one's event was missing twice under CI load; the
+    // likely cause is the two taken in the other way round, the earlier then ignored as stale.
     s.tunnel.usage({ requests: 1, input_tokens: 100, output_tokens: 10, cost_usd: 0.0005 });
+    await s.tunnel.barrier();
     s.tunnel.usage({ requests: 2, input_tokens: 300, output_tokens: 30, cost_usd: 0.0015 });
+    await s.tunnel.barrier();
     // A report that arrives late (a re-send after a reconnect) changes nothing.
     s.tunnel.usage({ requests: 1, input_tokens: 100, output_tokens: 10, cost_usd: 0.0005 });
     await s.tunnel.barrier();
