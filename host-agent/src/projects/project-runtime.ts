@@ -6,38 +6,31 @@
  */
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { Logger } from "../../../lib/log.js";
 import { agentImageRef } from "../../../protocol/agent-runtimes.js";
-import { sessionGitEnv, sessionSocketPath } from "../../../protocol/container-layout.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
-import { AgentEnv } from "../../../protocol/socket.js";
-import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type { SessionGit } from "../../../protocol/tunnel-git.js";
+import { diskLimitError, diskLimitNotice } from "../disk/disk-limit.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
-import { DiskWatch, mib } from "../disk/disk-watch.js";
+import { DiskWatch } from "../disk/disk-watch.js";
 import { ProjectVolume, type VolumeUsage } from "../disk/project-volume.js";
 import { AgentGit } from "../git/agent-git.js";
 import { ProjectGit } from "../git/project-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { AdoptedProject, AgentRuntime, Workload } from "../runtime/types.js";
-import { RunnerLink } from "../sessions/runner-link.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
+import { agentLaunch, type SessionAgent } from "./agent-launch.js";
 import { ContainerCommands } from "./container-commands.js";
-import { containerHandlers } from "./container-handlers.js";
-import { ContainerSockets } from "./container-sockets.js";
 import { HostError } from "./errors.js";
 import type { HostGitSettings } from "./git.js";
 import { resolveLimits } from "./limits.js";
 import type { OwnershipMode } from "./ownership.js";
+import { type Box, closeBox, newBox } from "./project-box.js";
 import type { ProjectPaths } from "./project-paths.js";
 import { ProjectSessions, type SessionBox } from "./project-sessions.js";
 import { RecordStore } from "./record-store.js";
 import { SessionIdentities } from "./session-identity.js";
 import { Workspaces } from "./workspaces.js";
-
-/** Which agent a session runs (default: the scripted droid). */
-export type SessionAgent = NonNullable<SessionSpec["agent"]>;
 
 export interface ProjectRuntimeOptions {
   projectId: string;
@@ -60,17 +53,6 @@ export interface ProjectRuntimeOptions {
   onSessionClosed(sessionId: string): void;
   /** The project is gone from this host (removed). */
   onRemoved(projectId: string): void;
-}
-
-/** One incarnation of the project's container, and what serves it. */
-interface Box {
-  sockets: ContainerSockets;
-  runner: RunnerLink;
-  /** Settles once the sessions of the runner's latest hello are served again. */
-  adopting: Promise<void>;
-  workload: Workload | null;
-  isolation: boolean;
-  stopping: boolean;
 }
 
 /** How long a re-adopted container's runner gets to say hello (it retries every second at most). */
@@ -230,9 +212,7 @@ export class ProjectRuntime {
     git?: SessionGit,
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
-    const box = this.#box;
-    if (!box?.workload || box.stopping)
-      throw new HostError("not_running", "the project's container is not running");
+    const box = this.#running();
     if (!(await this.workspaces.exists(workspaceId)))
       throw new HostError(
         "not_found",
@@ -246,34 +226,25 @@ export class ProjectRuntime {
       await this.#record.update((record) => {
         record.git = git;
       });
-    const paths = this.#workloadPaths();
-    const modelToken = agent.runtime === "scripted" ? null : `oubm_${randomBytes(24).toString("hex")}`;
-    const models = modelToken === null ? null : { token: modelToken, budgetUsd: agent.max_cost_usd };
+    const launch = agentLaunch({
+      sessionId,
+      workspaceId,
+      env,
+      agent,
+      git,
+      identity,
+      paths: this.#workloadPaths(),
+      separate: this.#o.runtime.separatesSessions,
+    });
     const token = randomBytes(32).toString("hex");
     const { session, opened } = this.#sessions.open(
       box,
       { sessionId, token, ...identity },
       workspaceId,
-      models,
+      launch.models,
     );
     await opened;
-    session.start({
-      cwd: join(paths.workspaceRoot, workspaceId),
-      env: {
-        ...env,
-        // A container has no network: its git reaches the project's remote through the host.
-        ...sessionGitEnv(this.#o.runtime.separatesSessions ? git?.remote_url : undefined),
-        [AgentEnv.socketPath]: sessionSocketPath(paths.socketDir, sessionId),
-      },
-      home: join(paths.homesRoot, sessionId),
-      ...(identity.uid !== null && identity.gid !== null ? { uid: identity.uid, gid: identity.gid } : {}),
-      agent: {
-        runtime: agent.runtime,
-        ...(agent.model !== undefined ? { model: agent.model } : {}),
-        ...(modelToken !== null ? { model_token: modelToken } : {}),
-        approvals: agent.approvals ?? "auto",
-      },
-    });
+    session.start(launch.start);
   }
 
   /** Stops one session's agent; the container stays. Stopping one this host does not run is not an error. */
@@ -301,7 +272,7 @@ export class ProjectRuntime {
   async detach(): Promise<void> {
     this.#diskWatch.stop();
     await this.#sessions.detachAll();
-    if (this.#box) await this.#closeBox(this.#box);
+    if (this.#box) await closeBox(this.#box);
   }
 
   #running(): Box {
@@ -347,7 +318,7 @@ export class ProjectRuntime {
         tmpMb: this.#o.disk.tmpMb,
       });
     } catch (err) {
-      await this.#closeBox(box);
+      await closeBox(box);
       this.#box = null;
       await rm(this.#o.paths.socketDir, { recursive: true, force: true });
       throw err;
@@ -366,51 +337,30 @@ export class ProjectRuntime {
     await box.workload
       ?.stop(reason)
       .catch((err: Error) => this.#log.warn({ err: err.message }, "container stop failed"));
-    await this.#closeBox(box);
+    await closeBox(box);
     await rm(this.#o.paths.socketDir, { recursive: true, force: true });
     if (this.#box === box) this.#box = null;
   }
 
   /** The sockets and runner link of a new incarnation, listening (the box is current from here on). */
   async #openBox(runnerToken: string, isolation: boolean): Promise<Box> {
-    const runner = new RunnerLink({
-      logger: this.#log,
-      onAgents: (agents) => {
-        box.adopting = this.#sessions
-          .adopt(box, agents)
-          .catch((err: Error) =>
-            this.#log.error({ err: err.message }, "could not serve the runner's sessions again"),
-          );
-      },
-    });
-    const sockets = new ContainerSockets({
-      projectId: this.#o.projectId,
-      paths: this.#o.paths,
-      ownership: this.#o.ownership,
-      runnerToken,
-      handlers: containerHandlers(this.#sessions, runner, {
+    const box = newBox(
+      {
+        projectId: this.#o.projectId,
+        paths: this.#o.paths,
+        ownership: this.#o.ownership,
+        models: this.#o.models,
+        sessions: this.#sessions,
         agentGit: this.#agentGit,
         workspaceRoot: this.#workloadPaths().workspaceRoot,
-      }),
-      models: this.#o.models,
-      logger: this.#log,
-    });
-    const box: Box = {
-      sockets,
-      runner,
-      adopting: Promise.resolve(),
-      workload: null,
+        logger: this.#log,
+      },
+      runnerToken,
       isolation,
-      stopping: false,
-    };
+    );
     this.#box = box;
-    await sockets.open();
+    await box.sockets.open();
     return box;
-  }
-
-  async #closeBox(box: Box): Promise<void> {
-    box.runner.close();
-    await box.sockets.close();
   }
 
   async #sessionClosed(box: SessionBox, sessionId: string): Promise<void> {
@@ -425,14 +375,7 @@ export class ProjectRuntime {
 
   /** The project reached its disk bound: its agents stop (each session hears why); the workspace stays. */
   async #diskExceeded(usage: VolumeUsage): Promise<void> {
-    const error = diskLimitError(usage);
-    const notice = {
-      type: "disk_limit" as const,
-      used_mb: mib(usage.usedBytes),
-      limit_mb: mib(usage.limitBytes),
-      message: error.message,
-    };
-    await this.#sessions.endAll(`disk_limit: ${error.message}`, notice);
+    await this.#sessions.endAll(`disk_limit: ${diskLimitError(usage).message}`, diskLimitNotice(usage));
   }
 
   #watch(box: Box): void {
@@ -453,12 +396,4 @@ export class ProjectRuntime {
     this.#chain = next.catch(() => {});
     return next;
   }
-}
-
-function diskLimitError(usage: VolumeUsage): HostError {
-  return new HostError(
-    "disk_limit",
-    `the project uses ${mib(usage.usedBytes)} MiB of its ${mib(usage.limitBytes)} MiB disk bound; ` +
-      "its agents are stopped and new sessions refused until space is freed (its workspaces stay)",
-  );
 }
