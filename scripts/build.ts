@@ -8,7 +8,7 @@
  *   memory just by being loaded; a use of them fails with an error saying so.
  * The Worker is bundled by wrangler, not here.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import { brotliCompressSync } from "node:zlib";
@@ -24,6 +24,29 @@ export const bundles = {
   hostAgent: `${distDir}/host-agent.mjs`,
 } as const;
 
+/**
+ * Keeps a bundle's text ASCII. V8 holds a script's source for as long as the script runs, in two
+ * bytes a character when any character is outside Latin-1: one "—" left in a comment doubled the
+ * host-agent's 3.9 MB source in its memory. esbuild escapes strings, regular expressions and
+ * identifiers (charset "ascii") but copies comments as they are, so what is left is escaped here
+ * as `\uXXXX`, which means the same character anywhere esbuild would have written it.
+ */
+const asciiSource: Plugin = {
+  name: "ascii-source",
+  setup(b) {
+    b.onEnd(async (result) => {
+      const outfile = b.initialOptions.outfile;
+      if (result.errors.length > 0 || outfile === undefined) return;
+      const text = await readFile(outfile, "utf8");
+      const ascii = text.replace(
+        /[\u0080-\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+      );
+      if (ascii !== text) await writeFile(outfile, ascii);
+    });
+  },
+};
+
 const common: BuildOptions = {
   bundle: true,
   platform: "node",
@@ -31,6 +54,8 @@ const common: BuildOptions = {
   target: "node20",
   sourcemap: "linked",
   logLevel: "warning",
+  charset: "ascii",
+  plugins: [asciiSource],
   // Some CommonJS dependencies call require(); give ESM bundles one.
   banner: {
     js: "import { createRequire as __oubCreateRequire } from 'node:module'; const require = __oubCreateRequire(import.meta.url);",
@@ -60,32 +85,52 @@ module.exports = new Proxy({}, { get: (_, key) => (key === "__esModule" ? undefi
   },
 };
 
+/** Where the built host-agent's own file carries the container-side bundles: a comment at its end. */
+const EMBEDDED_MARK = "/*oubliette-embedded-bundles ";
+
 /**
- * Puts the container-side bundles and their source maps into the host-agent's (host-agent/src/
- * bundles/embedded-bundles.ts says there are none when run from source), so the built host-agent
- * needs nothing else of this repository. Compressed: the host-agent's own source stays in its
- * memory for as long as it runs.
+ * The container-side bundles and their source maps, as the host-agent carries them: by name, each
+ * brotli-compressed and base64-encoded (host-agent/src/bundles/embedded-bundles.ts).
  */
-const embedBundles: Plugin = {
-  name: "embed-container-bundles",
-  setup(b) {
-    b.onLoad({ filter: /host-agent[\\/]src[\\/]bundles[\\/]embedded-bundles\.ts$/ }, async () => {
-      const paths = [bundles.containerClient, bundles.scriptedDroid].flatMap((path) => [path, `${path}.map`]);
-      const files = await Promise.all(
-        paths.map(async (path) => [
-          basename(path),
-          brotliCompressSync(await readFile(path)).toString("base64"),
-        ]),
-      );
-      const byName = Object.fromEntries(files);
-      // The strings are made only when files() runs (a host writing them for the first time).
-      return {
+async function embeddedFiles(): Promise<Record<string, string>> {
+  const paths = [bundles.containerClient, bundles.scriptedDroid].flatMap((path) => [path, `${path}.map`]);
+  const files = await Promise.all(
+    paths.map(async (path) => [basename(path), brotliCompressSync(await readFile(path)).toString("base64")]),
+  );
+  return Object.fromEntries(files);
+}
+
+/**
+ * Puts the container-side bundles into the host-agent's file (host-agent/src/bundles/
+ * embedded-bundles.ts says there are none when run from source), so the built host-agent needs
+ * nothing else of this repository. They are a comment at the file's end, which the host-agent
+ * reads back the one time it writes them out: as string literals they would stay in its memory
+ * beside its source (V8 keeps a function's constants with its bytecode) for as long as it runs.
+ */
+function embedBundles(files: Record<string, string>): Plugin {
+  return {
+    name: "embed-container-bundles",
+    setup(b) {
+      b.onLoad({ filter: /host-agent[\\/]src[\\/]bundles[\\/]embedded-bundles\.ts$/ }, () => ({
         loader: "js",
-        contents: `export const EMBEDDED_BUNDLES = { id: ${JSON.stringify(bundlesId(byName))}, names: ${JSON.stringify(Object.keys(byName))}, files() { return ${JSON.stringify(byName)}; } };`,
-      };
-    });
+        contents: `import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+const MARK = ${JSON.stringify(EMBEDDED_MARK)};
+export const EMBEDDED_BUNDLES = {
+  id: ${JSON.stringify(bundlesId(files))},
+  names: ${JSON.stringify(Object.keys(files))},
+  async files() {
+    const text = await readFile(fileURLToPath(import.meta.url), "utf8");
+    const at = text.lastIndexOf(MARK);
+    const end = text.lastIndexOf("*/");
+    if (at < 0 || end < at) throw new Error("this host-agent file lost the bundles it carries at its end");
+    return JSON.parse(text.slice(at + MARK.length, end));
   },
-};
+};`,
+      }));
+    },
+  };
+}
 
 /** The repository's version, which the host-agent reports (host-agent/src/version.ts). */
 async function packageVersion(): Promise<string> {
@@ -118,11 +163,13 @@ export async function buildAll(): Promise<typeof bundles> {
  */
 export async function buildHostAgent(options: { outfile?: string; version?: string } = {}): Promise<string> {
   const outfile = options.outfile ?? bundles.hostAgent;
+  const embedded = await embeddedFiles();
   await build({
     ...common,
     entryPoints: [`${repoRoot}host-agent/src/main.ts`],
     outfile,
-    plugins: [leaveOut, embedBundles],
+    plugins: [leaveOut, embedBundles(embedded), asciiSource],
+    footer: { js: `${EMBEDDED_MARK}${JSON.stringify(embedded)}*/` },
     define: { __OUBLIETTE_VERSION__: JSON.stringify(options.version ?? (await packageVersion())) },
     // ws loads these native speed-ups when present; it works without them.
     external: ["bufferutil", "utf-8-validate"],

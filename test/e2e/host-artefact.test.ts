@@ -115,6 +115,12 @@ describe("the host-agent as one file", () => {
     expect(startHelp.stdout).toContain("--worker-url <url>");
   });
 
+  it("is ASCII, so its source takes one byte a character in the host-agent's memory", () => {
+    const text = readFileSync(artefact, "utf8");
+    expect(text.length).toBeGreaterThan(1_000_000);
+    expect(text.match(/[\u0080-\uffff]/g) ?? []).toEqual([]);
+  });
+
   it("builds the droid image from the bundles it carries: the same image the repository's setup built", async () => {
     const built = await artefactRun(["images", "--agents", "none", "--data-dir", join(dir, "data")]);
     expect(JSON.parse(built.stdout)).toEqual({ images: { scripted: inject("droidImage") } });

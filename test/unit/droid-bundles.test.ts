@@ -25,7 +25,7 @@ function embed(files: Record<string, string>) {
   const embedded: EmbeddedBundles = {
     id: bundlesId(files),
     names: Object.keys(files),
-    files: () => {
+    files: async () => {
       made.count += 1;
       return files;
     },

@@ -61,7 +61,7 @@ export async function writeBundles(embedded: EmbeddedBundles, root: string): Pro
   for (const name of Object.values(BUNDLE_FILES))
     if (!embedded.names.includes(name)) throw new Error(`this host-agent was built without ${name}`);
   if (embedded.names.every((name) => existsSync(join(dir, name)))) return paths;
-  const files = embedded.files();
+  const files = await embedded.files();
   // The process runtime's sessions run these as other users: readable by all, like /usr/bin.
   await mkdir(dir, { recursive: true, mode: 0o755 });
   for (const name of embedded.names) {
