@@ -24,6 +24,7 @@ import { LocalStack } from "../scripts/stack/local-stack.js";
 import { runSteps, spawnDroid } from "../test/e2e/support.js";
 import { TestCaller } from "../test/support/caller.js";
 import { ModernCaller } from "../test/support/modern-caller.js";
+import { CPU_PART_NAMES, CPU_PARTS, cpuPerCall, cpuUse } from "./process-cpu.js";
 
 /** Latency is sampled in interleaved rounds (plain, then relayed) so drift in machine load hits both alike. */
 const ROUNDS = 10;
@@ -213,7 +214,14 @@ async function main(): Promise<void> {
     await modern.close();
     modern = undefined;
     seen.clear();
+    const pids = {
+      wrangler: stack.worker.process.pid ?? -1,
+      hostAgent: host.process.pid ?? -1,
+      wranglerPort: Number(new URL(stack.url).port),
+    };
+    const cpuBefore = cpuUse(pids);
     const load = await droidBench(caller, sessionId, THROUGHPUT_CALLS, CONCURRENCY);
+    const cpuAfter = cpuUse(pids);
     const duplicated = [...seen.values()].filter((c) => c > 1).length;
     const lost = THROUGHPUT_CALLS - seen.size + load.errors;
 
@@ -261,6 +269,15 @@ async function main(): Promise<void> {
     say(
       `lost: ${lost}, duplicated: ${duplicated}, mismatched results: ${load.mismatches}, errors: ${load.errors}`,
     );
+    if (cpuBefore && cpuAfter) {
+      const cpu = cpuPerCall(cpuBefore, cpuAfter, THROUGHPUT_CALLS);
+      say("CPU per relayed call in that run (ms, every process of the stack):");
+      for (const part of CPU_PARTS) say(`  ${CPU_PART_NAMES[part].padEnd(50)} ${fmt(cpu.parts[part])}`);
+      const devOnly = cpu.parts["wrangler-node"] + cpu.parts["wrangler-proxy"];
+      say(
+        `  total ${cpu.total.toFixed(2)} ms, of which wrangler dev's own ${devOnly.toFixed(2)} ms (a deployed Worker has neither)`,
+      );
+    } else say("CPU per relayed call: not measured (no /proc here)");
     say("");
     say(
       `long session: fresh ${fresh.calls_per_s.toFixed(0)} calls/s; after ${LONG_SESSION_CALLS} calls ${aged.calls_per_s.toFixed(0)} calls/s (${((aged.calls_per_s / fresh.calls_per_s) * 100).toFixed(0)}% of fresh; target >= 90%)`,
