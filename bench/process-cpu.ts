@@ -23,12 +23,12 @@ export const CPU_PART_NAMES: Record<CpuPart, string> = {
   worker: "the Worker (workerd)",
   "host-agent": "the host-agent",
   container: "the container (runner, droid, its MCP server)",
-  "wrangler-node": "wrangler dev's node process",
+  "wrangler-node": "wrangler dev's own processes (node, esbuild)",
   "wrangler-proxy": "wrangler dev's proxy workerd",
 };
 
 export interface StackPids {
-  /** wrangler dev's node process (workerd runs as its descendants). */
+  /** wrangler dev's launcher process (wrangler's node process and workerd run as its descendants). */
   wrangler: number;
   hostAgent: number;
   /** The port wrangler dev listens on: the workerd that owns it is the dev proxy. */
@@ -130,9 +130,10 @@ export function cpuUse(pids: StackPids): CpuUse | null {
     const ms = proc.cpuTicks * TICK_MS;
     if (proc.pid === process.pid) use.caller += ms;
     else if (proc.pid === pids.hostAgent) use["host-agent"] += ms;
-    else if (proc.pid === pids.wrangler) use["wrangler-node"] += ms;
     else if (proc.name === "workerd" && under(proc.pid, pids.wrangler))
       use[ownsSocket(proc.pid, proxyInodes) ? "wrangler-proxy" : "worker"] += ms;
+    // wrangler's launcher runs wrangler itself as a child node process.
+    else if (under(proc.pid, pids.wrangler)) use["wrangler-node"] += ms;
     else if (proc.name === "node" && /(container-client|scripted-droid)\.mjs/.test(cmdline(proc.pid)))
       use.container += ms;
   }
