@@ -12,6 +12,7 @@ import { doctorCommand, serviceCommand } from "./cli/host-commands.js";
 import { imagesCommand } from "./cli/images-command.js";
 import { start } from "./cli/start.js";
 import { addStartOptions, parseStartConfig } from "./cli/start-options.js";
+import { unpackBundlesCommand } from "./cli/unpack-bundles-command.js";
 import { HOST_AGENT_VERSION } from "./version.js";
 
 /** Where the daemon keeps its data unless told (config.ts says the same). */
@@ -40,6 +41,7 @@ addStartOptions(
 imagesCommand(program, defaultDataDir);
 doctorCommand(program);
 serviceCommand(program);
+unpackBundlesCommand(program);
 
 try {
   await program.parseAsync();

@@ -111,6 +111,8 @@ describe("the host-agent as one file", () => {
       expect(help.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
     const version = await artefactRun(["--version"]);
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    // The daemon's own command for writing its bundles is not offered.
+    expect(help.stdout).not.toContain("unpack-bundles");
     const startHelp = await artefactRun(["start", "--help"]);
     expect(startHelp.stdout).toContain("--worker-url <url>");
   });
@@ -127,6 +129,14 @@ describe("the host-agent as one file", () => {
     expect(built.stderr).toContain(`${inject("droidImage")} is up to date`);
     // It wrote its bundles under its data directory, nowhere else.
     expect(readdirSync(dir).sort()).toEqual(["data", "host-agent.mjs"]);
+    // Read back from the file's end (by its unpack-bundles child): the same bytes as the bundles
+    // it was built from.
+    const [written] = readdirSync(join(dir, "data", "bundles"));
+    for (const name of ["container-client.mjs", "scripted-droid.mjs", "container-client.mjs.map"]) {
+      expect(readFileSync(join(dir, "data", "bundles", written ?? "", name))).toEqual(
+        readFileSync(join(bundles.containerClient, "..", name)),
+      );
+    }
   }, 300_000);
 
   it("refuses an agent it does not know, saying which it knows", async () => {
