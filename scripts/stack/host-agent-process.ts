@@ -6,7 +6,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { HOST_AGENT_NODE_FLAGS } from "../../host-agent/src/node-flags.js";
+import { HOST_AGENT_NODE_FLAGS, HOST_AGENT_PROCESS_ENV } from "../../host-agent/src/node-flags.js";
 import { LogLines } from "./log-lines.js";
 import { describeExit, type ExitInfo, exitOf, spawnGroup, stopGroup } from "./process-group.js";
 
@@ -66,7 +66,12 @@ export async function startHostAgent(options: HostAgentOptions): Promise<HostAge
   if (options.reconnectMaxMs) args.push("--reconnect-max-ms", String(options.reconnectMaxMs));
   const child = spawnGroup(process.execPath, args, {
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-    env: { ...process.env, ...options.extraEnv, OUBLIETTE_HOST_TOKEN: options.hostToken },
+    env: {
+      ...process.env,
+      ...HOST_AGENT_PROCESS_ENV,
+      ...options.extraEnv,
+      OUBLIETTE_HOST_TOKEN: options.hostToken,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const log = createWriteStream(options.logFile, { flags: "a" });

@@ -63,6 +63,8 @@ describe("the host-agent as a container", () => {
     );
     const image = (JSON.parse(built.stdout) as { images: Record<string, string> }).images["host-agent"];
     expect(image).toMatch(/^oubliette\/host-agent:\d+\.\d+\.\d+/);
+    // It runs as the service and the stack's child do: with one malloc arena.
+    expect((await docker.getImage(image ?? "").inspect()).Config.Env).toContain("MALLOC_ARENA_MAX=1");
 
     const { token } = await caller.ok<{ token: string }>("host", { action: "enrol", host_id: hostId });
     // The directories the containers it starts bind-mount: the same paths inside and out.

@@ -4,6 +4,7 @@
  * environment file 0600 from its creation, refused when it exists unless forced). Where
  * `systemd-analyze` is installed, systemd itself reads the unit back (`verify`).
  */
+
 import { spawnSync } from "node:child_process";
 import {
   lstatSync,
@@ -21,6 +22,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CliError } from "../../host-agent/src/cli/errors.js";
 import { type ServiceInput, serviceFiles, writeServiceFiles } from "../../host-agent/src/cli/service.js";
 import { envFileLine, execLine, execWord, listPath } from "../../host-agent/src/cli/systemd-syntax.js";
+import { HOST_AGENT_PROCESS_ENV } from "../../host-agent/src/node-flags.js";
 
 const TOKEN = `oub_${"ab".repeat(32)}`;
 
@@ -104,6 +106,12 @@ describe("systemd quoting", () => {
 });
 
 describe("serviceFiles", () => {
+  it("starts the host-agent with one malloc arena, as every other way of running it does", () => {
+    const { unit } = serviceFiles(input());
+    expect(unit).toContain("\nEnvironment=MALLOC_ARENA_MAX=1\n");
+    expect(HOST_AGENT_PROCESS_ENV).toEqual({ MALLOC_ARENA_MAX: "1" });
+  });
+
   it("puts the token in the environment file only", () => {
     const files = serviceFiles(input());
     expect(files.env).toContain(`OUBLIETTE_HOST_TOKEN="${TOKEN}"`);

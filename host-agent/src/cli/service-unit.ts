@@ -16,6 +16,7 @@
  *   images the host-agent builds keep the modes of the files it fetched, which the containers'
  *   users must read; its secrets get modes of their own).
  */
+import { HOST_AGENT_PROCESS_ENV } from "../node-flags.js";
 import { execLine, linePath, listPath } from "./systemd-syntax.js";
 
 export interface UnitSettings {
@@ -94,6 +95,7 @@ export function unitText(settings: UnitSettings): string {
     "[Service]",
     "Type=simple",
     `ExecStart=${execLine(settings.execStart)}`,
+    ...Object.entries(HOST_AGENT_PROCESS_ENV).map(([name, value]) => `Environment=${name}=${value}`),
     `EnvironmentFile=${linePath(settings.envFile, "the environment file")}`,
     ...(settings.workingDirectory === undefined
       ? []

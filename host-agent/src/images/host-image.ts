@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type Dockerode from "dockerode";
 import tar from "tar-stream";
-import { HOST_AGENT_NODE_FLAGS } from "../node-flags.js";
+import { HOST_AGENT_NODE_FLAGS, HOST_AGENT_PROCESS_ENV } from "../node-flags.js";
 import { DockerImageError } from "./errors.js";
 import { ensureImage, ensureNodeBaseImage } from "./images.js";
 
@@ -25,6 +25,7 @@ function hostDockerfile(base: string): string {
     `FROM ${base}`,
     "COPY host-agent.mjs /opt/oubliette/host-agent.mjs",
     "ENV NODE_OPTIONS=--enable-source-maps",
+    ...Object.entries(HOST_AGENT_PROCESS_ENV).map(([name, value]) => `ENV ${name}=${value}`),
     `ENV OUBLIETTE_DATA_DIR=${HOST_IMAGE_DATA_DIR} OUBLIETTE_SOCKET_DIR=${HOST_IMAGE_SOCKET_DIR}`,
     // A project's loop-mounted filesystem needs privileges a container does not have.
     "ENV OUBLIETTE_DISK_MODE=measured",
