@@ -82,6 +82,8 @@ async function unpackInChild(root: string): Promise<void> {
   try {
     await promisify(execFile)(process.execPath, [hostAgentFile(), UNPACK_COMMAND, root], {
       timeout: UNPACK_TIMEOUT_MS,
+      // It needs no setting, and gets none of this process's environment (the host token is in it).
+      env: {},
     });
   } catch (err) {
     const { stderr, message } = err as { stderr?: string; message: string };
