@@ -123,6 +123,20 @@ describe("the host-agent as one file", () => {
     expect(text.match(/[\u0080-\uffff]/g) ?? []).toEqual([]);
   });
 
+  it("leaves Node's fetch (undici) unloaded: nothing it runs uses it, and once loaded it stays in memory", async () => {
+    // Node's own record of the built-in modules the file loaded, written as the process exits.
+    const report = `data:text/javascript,process.on("exit",()=>process.stderr.write(JSON.stringify(process.moduleLoadList)))`;
+    const out = await run(process.execPath, ["--import", report, artefact, "--help"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
+    });
+    const loaded = JSON.parse(out.stderr) as string[];
+    // Its own imports are in the record (node:https, the model proxy's upstream)...
+    expect(loaded).toContain("NativeModule https");
+    // ...and undici is not, with what it brings (http2, the web streams).
+    expect(loaded.filter((name) => /undici|http2/.test(name))).toEqual([]);
+  });
+
   it("builds the droid image from the bundles it carries: the same image the repository's setup built", async () => {
     const built = await artefactRun(["images", "--agents", "none", "--data-dir", join(dir, "data")]);
     expect(JSON.parse(built.stdout)).toEqual({ images: { scripted: inject("droidImage") } });

@@ -9,16 +9,10 @@
  * One proxy serves every project of the host; each project's container gets its own socket.
  */
 import { chmod, rm } from "node:fs/promises";
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type RequestOptions,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import type { IncomingMessage, RequestOptions, Server, ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Logger } from "../../../lib/log.js";
+import { http } from "../../../lib/node-http.js";
 import { withSocketPath } from "../../../lib/unix-path.js";
 import type { ModelProvider } from "../../../protocol/agent-runtimes.js";
 import type { ModelKeys } from "./model-keys.js";
@@ -72,7 +66,7 @@ export class ModelProxy {
   /** Serves the model socket of one project container at `path`; resolves with a close function. */
   async listen(path: string): Promise<() => Promise<void>> {
     await rm(path, { force: true });
-    const server = createServer((req, res) => {
+    const server = http.createServer((req, res) => {
       // Whatever a container sends (a request line no URL parser takes, say), the host-agent stays up.
       this.#handle(req, res).catch((err: unknown) => {
         this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, "bad model request");
@@ -165,7 +159,7 @@ export class ModelProxy {
     headers["accept-encoding"] = "identity";
     Object.assign(headers, PROVIDERS[f.provider].keyHeaders(f.key));
     const options: RequestOptions = { method: req.method, headers, timeout: UPSTREAM_IDLE_MS };
-    const send = f.target.protocol === "https:" ? httpsRequest : httpRequest;
+    const send = f.target.protocol === "https:" ? httpsRequest : http.request;
     const upstream = send(f.target, options, (answer) => {
       const reader = new UsageReader(
         PROVIDERS[f.provider].usageFormat(f.path),
