@@ -53,6 +53,9 @@ const common: BuildOptions = {
   format: "esm",
   target: "node20",
   sourcemap: "linked",
+  // V8 holds a script's whole source while it runs: without indentation and comments the
+  // host-agent's is a third smaller. Names stay as written, so stack traces still read.
+  minifyWhitespace: true,
   logLevel: "warning",
   charset: "ascii",
   plugins: [asciiSource],
