@@ -243,7 +243,7 @@ describe("the host-agent as one file", () => {
       expect(ok.stdout).toContain("systemctl daemon-reload");
       const unitText = readFileSync(unit, "utf8");
       expect(unitText).toContain(
-        `ExecStart=${process.execPath} --max-semi-space-size=1 --optimize-for-size ${artefact} start`,
+        `ExecStart=${process.execPath} --max-semi-space-size=1 --optimize-for-size --no-opt --no-maglev ${artefact} start`,
       );
       expect(unitText).toContain("Restart=always");
       expect(unitText).not.toContain(token);

@@ -22,7 +22,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CliError } from "../../host-agent/src/cli/errors.js";
 import { type ServiceInput, serviceFiles, writeServiceFiles } from "../../host-agent/src/cli/service.js";
 import { envFileLine, execLine, execWord, listPath } from "../../host-agent/src/cli/systemd-syntax.js";
-import { HOST_AGENT_PROCESS_ENV } from "../../host-agent/src/node-flags.js";
+import { HOST_AGENT_NODE_FLAGS, HOST_AGENT_PROCESS_ENV } from "../../host-agent/src/node-flags.js";
 
 const TOKEN = `oub_${"ab".repeat(32)}`;
 
@@ -110,6 +110,16 @@ describe("serviceFiles", () => {
     const { unit } = serviceFiles(input());
     expect(unit).toContain("\nEnvironment=MALLOC_ARENA_MAX=1\n");
     expect(HOST_AGENT_PROCESS_ENV).toEqual({ MALLOC_ARENA_MAX: "1" });
+  });
+
+  it("is what `npm run host-agent` runs with too: the same V8 flags and environment", () => {
+    const packageJson = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      scripts: Record<string, string>;
+    };
+    const environment = Object.entries(HOST_AGENT_PROCESS_ENV).map(([name, value]) => `${name}=${value}`);
+    expect(packageJson.scripts["host-agent"]).toBe(
+      `${environment.join(" ")} node ${HOST_AGENT_NODE_FLAGS.join(" ")} --import tsx host-agent/src/main.ts`,
+    );
   });
 
   it("puts the token in the environment file only", () => {
