@@ -2,8 +2,8 @@
  * Where a benchmark's CPU goes, by the part of the local stack that spent it: read from /proc
  * (Linux; elsewhere there is nothing to read and the bench says so). Two cores serve the whole
  * stack, so the CPU one relayed call costs, summed over every process, bounds the calls per
- * second; and the stack includes wrangler dev's own machinery (its node process and the workerd
- * that runs its dev proxy and devtools bridge), which a deployed Worker does not have.
+ * second; and the stack includes wrangler dev's own machinery (its node process, with esbuild,
+ * and the workerd that runs its dev proxy), which a deployed Worker does not have.
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
@@ -28,7 +28,7 @@ export const CPU_PART_NAMES: Record<CpuPart, string> = {
 };
 
 export interface StackPids {
-  /** wrangler dev's launcher process (wrangler's node process and workerd run as its descendants). */
+  /** The Worker's dev process (scripts/stack/wrangler-dev-main.ts; its workerds are its descendants). */
   wrangler: number;
   hostAgent: number;
   /** The port wrangler dev listens on: the workerd that owns it is the dev proxy. */
@@ -132,7 +132,7 @@ export function cpuUse(pids: StackPids): CpuUse | null {
     else if (proc.pid === pids.hostAgent) use["host-agent"] += ms;
     else if (proc.name === "workerd" && under(proc.pid, pids.wrangler))
       use[ownsSocket(proc.pid, proxyInodes) ? "wrangler-proxy" : "worker"] += ms;
-    // wrangler's launcher runs wrangler itself as a child node process.
+    // The dev process itself, and esbuild.
     else if (under(proc.pid, pids.wrangler)) use["wrangler-node"] += ms;
     else if (proc.name === "node" && /(container-client|scripted-droid)\.mjs/.test(cmdline(proc.pid)))
       use.container += ms;

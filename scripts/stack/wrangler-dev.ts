@@ -1,8 +1,9 @@
 /**
- * Starts the Worker under `wrangler dev` (workerd via Miniflare) as a child process and waits
- * until it serves requests. Used by `npm start`, the end-to-end tests and the benchmark.
+ * Starts the Worker under wrangler's dev server (workerd via Miniflare; scripts/stack/
+ * wrangler-dev-main.ts says how it differs from the `wrangler dev` CLI) as a child process and
+ * waits until it serves requests. Used by `npm start`, the end-to-end tests and the benchmark.
  *
- * - The Worker's variables (tokens among them) go through a 0600 `--env-file`, never argv.
+ * - The Worker's variables (tokens among them) go through a 0600 env file, never argv.
  * - Each start gets a random instance nonce (OUBLIETTE_INSTANCE_ID) and is ready only when
  *   /healthz answers with it, so a port another server already serves is never taken for ours.
  * - wrangler runs in its own process group and is stopped as a group, workerd included.
@@ -11,14 +12,11 @@ import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { writeEnvFile } from "./env-file.js";
 import { freePort, isPortFree, PortInUseError } from "./port.js";
 import { describeExit, type ExitInfo, exitOf, spawnGroup, stopGroup } from "./process-group.js";
 import { waitForInstance } from "./readiness.js";
-
-const require = createRequire(import.meta.url);
 
 export interface WranglerDevOptions {
   repoRoot: string;
@@ -61,21 +59,18 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
   if (options.port && !(await isPortFree(port))) throw new PortInUseError(port);
   const instanceId = randomBytes(16).toString("hex");
   await writeEnvFile(options.envFile, { ...options.vars, OUBLIETTE_INSTANCE_ID: instanceId });
-  const wrangler = join(dirname(require.resolve("wrangler/package.json")), "bin", "wrangler.js");
   const args = [
-    wrangler,
-    "dev",
-    "--ip",
-    "127.0.0.1",
+    "--import",
+    "tsx",
+    join(options.repoRoot, "scripts/stack/wrangler-dev-main.ts"),
+    "--config",
+    join(options.repoRoot, "wrangler.toml"),
     "--port",
     String(port),
-    "--inspector-port",
-    "0",
     "--persist-to",
     options.persistTo,
     "--env-file",
     options.envFile,
-    "--show-interactive-dev-session=false",
   ];
   const child = spawnGroup(process.execPath, args, {
     cwd: options.repoRoot,
