@@ -4,12 +4,12 @@
  *   droid image, which has no node_modules);
  * - dist/host-agent.mjs bundles its npm packages and those two bundles with their maps (the one
  *   file a host needs beside Node and Docker), less the parts of dockerode's tree it never
- *   uses (ssh:// engines, BuildKit sessions: ssh2 and gRPC), which would cost it ~15 MiB of
- *   memory just by being loaded; a use of them fails with an error saying so.
+ *   uses (ssh:// engines, BuildKit sessions and progress: ssh2, gRPC and protobufjs), which would
+ *   cost it ~15 MiB of memory just by being loaded; a use of them fails with an error saying so.
  * The Worker is bundled by wrangler, not here.
  */
 import { readFile, writeFile } from "node:fs/promises";
-import { basename } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { brotliCompressSync } from "node:zlib";
 import { type BuildOptions, build, type Plugin } from "esbuild";
@@ -47,6 +47,27 @@ const asciiSource: Plugin = {
   },
 };
 
+/**
+ * zod's error messages in English alone. Its `z` and `z.core` namespaces re-export every locale
+ * it ships (`locales`, ~60 languages, more than half of zod's code in a bundle); the bundles use
+ * none but English, which zod configures itself on load. `z.locales` holds `en` only.
+ */
+const englishZod: Plugin = {
+  name: "english-zod",
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]zod[\\/]v4[\\/](classic|core)$/.test(args.resolveDir)
+        ? { path: join(args.resolveDir, "..", "locales", "index.js"), namespace: "english-zod" }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "english-zod" }, (args) => ({
+      loader: "js",
+      resolveDir: dirname(args.path),
+      contents: `export { default as en } from "./en.js";`,
+    }));
+  },
+};
+
 const common: BuildOptions = {
   bundle: true,
   platform: "node",
@@ -58,7 +79,7 @@ const common: BuildOptions = {
   minifyWhitespace: true,
   logLevel: "warning",
   charset: "ascii",
-  plugins: [asciiSource],
+  plugins: [englishZod, asciiSource],
   // Some CommonJS dependencies call require(); give ESM bundles one.
   banner: {
     js: "import { createRequire as __oubCreateRequire } from 'node:module'; const require = __oubCreateRequire(import.meta.url);",
@@ -66,7 +87,7 @@ const common: BuildOptions = {
 };
 
 /** Packages the host-agent never uses that its dependencies load; stubbed in its bundle. */
-const UNUSED_BY_HOST_AGENT = ["ssh2", "@grpc/grpc-js", "@grpc/proto-loader"];
+const UNUSED_BY_HOST_AGENT = ["ssh2", "@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"];
 
 /**
  * Resolves each unused package to a stub whose every export is a function that throws when
@@ -82,7 +103,7 @@ const leaveOut: Plugin = {
     b.onResolve({ filter }, (args) => ({ path: args.path, namespace: "left-out" }));
     b.onLoad({ filter: /.*/, namespace: "left-out" }, (args) => ({
       loader: "js",
-      contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is not in the host-agent bundle: ssh:// Docker engines and BuildKit sessions are not supported`)}); };
+      contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is not in the host-agent bundle: ssh:// Docker engines and BuildKit sessions and progress are not supported`)}); };
 module.exports = new Proxy({}, { get: (_, key) => (key === "__esModule" ? undefined : new Proxy(fail, { construct: fail })) });`,
     }));
   },
@@ -171,7 +192,7 @@ export async function buildHostAgent(options: { outfile?: string; version?: stri
     ...common,
     entryPoints: [`${repoRoot}host-agent/src/main.ts`],
     outfile,
-    plugins: [leaveOut, embedBundles(embedded), asciiSource],
+    plugins: [leaveOut, englishZod, embedBundles(embedded), asciiSource],
     footer: { js: `${EMBEDDED_MARK}${JSON.stringify(embedded)}*/` },
     define: { __OUBLIETTE_VERSION__: JSON.stringify(options.version ?? (await packageVersion())) },
     // ws loads these native speed-ups when present; it works without them.

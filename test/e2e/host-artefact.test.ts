@@ -123,6 +123,13 @@ describe("the host-agent as one file", () => {
     expect(text.match(/[\u0080-\uffff]/g) ?? []).toEqual([]);
   });
 
+  it("carries zod's English messages alone, none of the other ~60 languages it ships", () => {
+    const text = readFileSync(artefact, "utf8");
+    expect(text).toContain("Invalid input: expected");
+    // German's word for a credit card number: in zod's de locale, and nowhere else.
+    expect(text).not.toContain("Kreditkartennummer");
+  });
+
   it("leaves Node's fetch (undici) unloaded: nothing it runs uses it, and once loaded it stays in memory", async () => {
     // Node's own record of the built-in modules the file loaded, written as the process exits.
     const report = `data:text/javascript,process.on("exit",()=>process.stderr.write(JSON.stringify(process.moduleLoadList)))`;
