@@ -8,11 +8,16 @@ import { liveSession, respond } from "./support/session.js";
 
 afterEach(disconnectAll);
 
-/** A live session with two calls waiting for the caller, and an MCP session of its owner. */
+/**
+ * A live session with two calls waiting for the caller, call-1 reaching the session object before
+ * call-2, and an MCP session of its owner. Each call is through before the next is sent: two sent
+ * together may be taken in either order, and may share a deadline.
+ */
 async function twoWaiting() {
   const s = await liveSession({ callerTimeoutMs: 60_000 });
   const mcp = await initialize();
   s.tunnel.call("call-1", "send_response", { text: "first" });
+  await s.tunnel.barrier();
   s.tunnel.call("call-2", "send_response", { text: "second" });
   await s.tunnel.barrier();
   return { ...s, mcp };

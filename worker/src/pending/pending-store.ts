@@ -107,11 +107,14 @@ export class PendingStore<O> {
     return cursor.rowsWritten > 0;
   }
 
-  /** Waiting requests, soonest deadline first (all of them, or the first `limit`). */
+  /**
+   * Waiting requests, soonest deadline first, those with the same deadline in the order they
+   * arrived (all of them, or the first `limit`).
+   */
   waiting(limit = -1): PendingRow<O>[] {
     return this.#sql
       .exec(
-        "SELECT * FROM pending WHERE kind = ? AND state = 'waiting' ORDER BY deadline LIMIT ?",
+        "SELECT * FROM pending WHERE kind = ? AND state = 'waiting' ORDER BY deadline, rowid LIMIT ?",
         this.#kind,
         limit,
       )
