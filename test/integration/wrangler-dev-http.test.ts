@@ -1,9 +1,10 @@
 /**
- * The HTTP edge under real `wrangler dev` (no host-agent): request bodies the Worker refuses must
- * not wedge the dev server for the requests after them, and the Host rule must hold for the Host
- * header a browser sends when a rebinding DNS name points at the Worker.
+ * The HTTP edge under the Worker's real local server, workerd (no host-agent): request bodies the
+ * Worker refuses must not wedge the server, or break the client's connection, for the requests
+ * after them, and the Host rule must hold for the Host header a browser sends when a rebinding
+ * DNS name points at the Worker.
  */
-import { request as httpRequest } from "node:http";
+import { Agent, request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalStack } from "../../scripts/stack/local-stack.js";
 
@@ -108,6 +109,53 @@ describe("a refused request body", () => {
     expect(res.status).toBe(401);
     await res.text();
     await expectServing();
+  });
+});
+
+/** One request on `agent`: its status and whether it went on a connection an earlier one used. */
+function onAgent(
+  agent: Agent,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; reused: boolean }> {
+  const url = new URL(stack.url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { agent, host: url.hostname, port: url.port, path, method, headers, timeout: ANSWER_MS },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+      },
+    );
+    req.on("error", reject);
+    req.on("timeout", () => req.destroy(new Error("no answer")));
+    req.end(body);
+  });
+}
+
+describe("a connection after a refused request", () => {
+  it.each([
+    ["401, no token", "/mcp", {}, 401],
+    ["403, a foreign Host", "/mcp", { host: "evil.example.com" }, 403],
+    ["404, no such route", "/v1/nothing-here", {}, 404],
+  ])("carries the next request (%s)", async (_, path, extra: Record<string, string>, status) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const headers = {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...extra,
+      };
+      const refused = await onAgent(agent, "POST", path, headers, initializeBody());
+      expect(refused.status).toBe(status);
+      // Its body was never looked at; the next request goes on the same connection and is served.
+      const next = await onAgent(agent, "GET", "/healthz", {});
+      expect(next).toEqual({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
+    }
   });
 });
 

@@ -7,6 +7,7 @@ import type { AppBindings } from "./http/auth-middleware.js";
 import { hostSelfRoute } from "./http/host-self-route.js";
 import { mcpRoute } from "./http/mcp-route.js";
 import { checkHost } from "./http/origin.js";
+import { discardUnreadBody } from "./http/read-body.js";
 import { sessionRoutes, tunnelRoutes } from "./http/session-routes.js";
 import { createLog, errorMessage } from "./log.js";
 import { authorizeRoutes } from "./oauth/authorize-routes.js";
@@ -17,6 +18,11 @@ const log = createLog({ component: "worker" });
 /** The Worker's HTTP surface. */
 export const app = new Hono<AppBindings>();
 
+// Every request's body is read to its end before its response goes, so its connection stays usable.
+app.use("*", async (c, next) => {
+  await next();
+  await discardUnreadBody(c.req.raw);
+});
 // The nonce lets `npm start` tell the Worker it just started from any other server on the port.
 const HealthEnvSchema = z.object({ OUBLIETTE_INSTANCE_ID: z.string().min(1).optional() });
 app.get("/healthz", (c) => {

@@ -1,9 +1,11 @@
 /**
- * Reads a request body with a byte cap. Past the cap the rest is still read, and discarded: a
- * response sent while the client is still uploading leaves the body half read, and under
- * `wrangler dev` that wedges the dev server for the requests after it (a POST gets 503 "worker
- * restarted mid-request", a GET hangs). hono's `bodyLimit` stops reading at the cap, hence this.
- * The platform caps request bodies itself (100 MB and up by plan), which bounds the discarding.
+ * Request bodies are always read to their end, what is not wanted discarded: a response sent
+ * while the body is still unread makes workerd drop the connection after it (locally, where no
+ * edge stands in front of the Worker), so a client that sends its next request on that
+ * connection gets a reset; and under `wrangler dev` it wedged the dev server (a POST got 503
+ * "worker restarted mid-request", a GET hung). hono's `bodyLimit` stops reading at its cap,
+ * hence these. The platform caps request bodies itself (100 MB and up by plan), which bounds the
+ * discarding.
  */
 
 export type CappedBody = { ok: true; text: string } | { ok: false; bytes: number };
@@ -32,6 +34,23 @@ export async function readCappedBody(request: Request, maxBytes: number): Promis
   }
   if (!keep) return { ok: false, bytes };
   return { ok: true, text: decode(chunks, bytes) };
+}
+
+/**
+ * After the response is ready, reads and discards whatever of the request's body nobody read (a
+ * request refused before its body was looked at: 401, 403, 404, 405 …).
+ */
+export async function discardUnreadBody(request: Request): Promise<void> {
+  const body = request.body;
+  if (body === null || request.bodyUsed || body.locked) return;
+  const reader = body.getReader();
+  try {
+    for (;;) if ((await reader.read()).done) break;
+  } catch {
+    // The client went away mid-upload: nothing left to keep usable.
+  } finally {
+    reader.releaseLock();
+  }
 }
 
 function decode(chunks: Uint8Array[], bytes: number): string {
