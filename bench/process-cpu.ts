@@ -2,20 +2,13 @@
  * Where a benchmark's CPU goes, by the part of the local stack that spent it: read from /proc
  * (Linux; elsewhere there is nothing to read and the bench says so). Two cores serve the whole
  * stack, so the CPU one relayed call costs, summed over every process, bounds the calls per
- * second; and the stack includes wrangler dev's own machinery (its node process, with esbuild,
- * and the workerd that runs its dev proxy), which a deployed Worker does not have.
+ * second; and the stack includes the Worker's local server's node process (Miniflare, which
+ * passes workerd's output on), which a deployed Worker does not have.
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** The parts of the stack, in the order they are printed. */
-export const CPU_PARTS = [
-  "caller",
-  "worker",
-  "host-agent",
-  "container",
-  "wrangler-node",
-  "wrangler-proxy",
-] as const;
+export const CPU_PARTS = ["caller", "worker", "host-agent", "container", "dev-server"] as const;
 export type CpuPart = (typeof CPU_PARTS)[number];
 
 export const CPU_PART_NAMES: Record<CpuPart, string> = {
@@ -23,16 +16,13 @@ export const CPU_PART_NAMES: Record<CpuPart, string> = {
   worker: "the Worker (workerd)",
   "host-agent": "the host-agent",
   container: "the container (runner, droid, its MCP server)",
-  "wrangler-node": "wrangler dev's own processes (node, esbuild)",
-  "wrangler-proxy": "wrangler dev's proxy workerd",
+  "dev-server": "the Worker's local server's node process (Miniflare)",
 };
 
 export interface StackPids {
-  /** The Worker's dev process (scripts/stack/wrangler-dev-main.ts; its workerds are its descendants). */
-  wrangler: number;
+  /** The Worker's local server (scripts/stack/wrangler-dev-main.ts; its workerd is its descendant). */
+  devServer: number;
   hostAgent: number;
-  /** The port wrangler dev listens on: the workerd that owns it is the dev proxy. */
-  wranglerPort: number;
 }
 
 interface ProcEntry {
@@ -68,40 +58,6 @@ function cmdline(pid: number): string {
   }
 }
 
-/** Socket inodes listening on `port` (IPv4 and IPv6). */
-function listeningInodes(port: number): Set<string> {
-  const inodes = new Set<string>();
-  const hex = port.toString(16).toUpperCase().padStart(4, "0");
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
-    let text = "";
-    try {
-      text = readFileSync(table, "utf8");
-    } catch {
-      continue;
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      if (cols[1]?.endsWith(`:${hex}`) && cols[3] === "0A" && cols[9]) inodes.add(cols[9]);
-    }
-  }
-  return inodes;
-}
-
-function ownsSocket(pid: number, inodes: Set<string>): boolean {
-  try {
-    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
-      try {
-        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-        return inodes.has(target.slice("socket:[".length, -1));
-      } catch {
-        return false;
-      }
-    });
-  } catch {
-    return false;
-  }
-}
-
 /** CPU milliseconds spent so far by each part of the stack (processes that ended are not counted). */
 export type CpuUse = Record<CpuPart, number>;
 
@@ -124,16 +80,14 @@ export function cpuUse(pids: StackPids): CpuUse | null {
       if (at.pid === ancestor) return true;
     return false;
   };
-  const proxyInodes = listeningInodes(pids.wranglerPort);
   const use: CpuUse = Object.fromEntries(CPU_PARTS.map((part) => [part, 0])) as CpuUse;
   for (const proc of procs) {
     const ms = proc.cpuTicks * TICK_MS;
     if (proc.pid === process.pid) use.caller += ms;
     else if (proc.pid === pids.hostAgent) use["host-agent"] += ms;
-    else if (proc.name === "workerd" && under(proc.pid, pids.wrangler))
-      use[ownsSocket(proc.pid, proxyInodes) ? "wrangler-proxy" : "worker"] += ms;
-    // The dev process itself, and esbuild.
-    else if (under(proc.pid, pids.wrangler)) use["wrangler-node"] += ms;
+    else if (proc.name === "workerd" && under(proc.pid, pids.devServer)) use.worker += ms;
+    // The server's node process itself (and the bundling it ran at start).
+    else if (under(proc.pid, pids.devServer)) use["dev-server"] += ms;
     else if (proc.name === "node" && /(container-client|scripted-droid)\.mjs/.test(cmdline(proc.pid)))
       use.container += ms;
   }

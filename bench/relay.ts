@@ -214,11 +214,7 @@ async function main(): Promise<void> {
     await modern.close();
     modern = undefined;
     seen.clear();
-    const pids = {
-      wrangler: stack.worker.process.pid ?? -1,
-      hostAgent: host.process.pid ?? -1,
-      wranglerPort: Number(new URL(stack.url).port),
-    };
+    const pids = { devServer: stack.worker.process.pid ?? -1, hostAgent: host.process.pid ?? -1 };
     const cpuBefore = cpuUse(pids);
     const load = await droidBench(caller, sessionId, THROUGHPUT_CALLS, CONCURRENCY);
     const cpuAfter = cpuUse(pids);
@@ -273,9 +269,8 @@ async function main(): Promise<void> {
       const cpu = cpuPerCall(cpuBefore, cpuAfter, THROUGHPUT_CALLS);
       say("CPU per relayed call in that run (ms, every process of the stack):");
       for (const part of CPU_PARTS) say(`  ${CPU_PART_NAMES[part].padEnd(50)} ${fmt(cpu.parts[part])}`);
-      const devOnly = cpu.parts["wrangler-node"] + cpu.parts["wrangler-proxy"];
       say(
-        `  total ${cpu.total.toFixed(2)} ms, of which wrangler dev's own ${devOnly.toFixed(2)} ms (a deployed Worker has neither)`,
+        `  total ${cpu.total.toFixed(2)} ms, of which the local server's own ${cpu.parts["dev-server"].toFixed(2)} ms (a deployed Worker has none)`,
       );
     } else say("CPU per relayed call: not measured (no /proc here)");
     say("");

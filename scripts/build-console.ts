@@ -21,7 +21,7 @@ const HEADERS = `/console/*
 
 /**
  * Builds in memory and writes a file only when its content changed, each through a rename: several
- * `wrangler dev` processes (the tests run two at once) run this build while others serve the same
+ * Worker servers (the tests run two at once) run this build while others serve the same
  * directory, and must never see a file missing or half written.
  */
 export function buildConsole(): void {

@@ -1,5 +1,5 @@
 /**
- * `npm start`: the whole product on this machine. Starts the Worker under `wrangler dev` and a
+ * `npm start`: the whole product on this machine. Starts the Worker on its local server and a
  * host-agent connected to it (Docker when an engine is reachable, otherwise local processes),
  * then prints the MCP URL, the admin token and how to add it to an MCP client.
  *
@@ -80,7 +80,10 @@ async function main(signal: AbortSignal): Promise<void> {
   });
   const running = stack;
   void running.worker.exited.then((exit) =>
-    shutdown(1, `oubliette: wrangler dev exited (${describeExit(exit)}); see ${running.worker.logFile}`),
+    shutdown(
+      1,
+      `oubliette: the Worker's local server exited (${describeExit(exit)}); see ${running.worker.logFile}`,
+    ),
   );
   const host = await running.addHost({
     runtime: image ? "docker" : "process",

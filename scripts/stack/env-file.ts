@@ -1,7 +1,8 @@
 /**
- * The Worker's variables for `wrangler dev --env-file`: written to a file only the owner can
- * read, because `--var NAME:VALUE` arguments (tokens among them) are visible to every local user
- * through `ps`.
+ * The Worker's variables for its local server (scripts/stack/wrangler-dev-main.ts): written to a
+ * file only the owner can read, because `--var NAME:VALUE` arguments (tokens among them) are
+ * visible to every local user through `ps`. The format is a dotenv file that `wrangler dev
+ * --env-file` reads back unaltered too.
  */
 import { rm, writeFile } from "node:fs/promises";
 
@@ -39,4 +40,18 @@ export async function writeEnvFile(path: string, vars: Record<string, string>): 
   // `mode` applies only when the file is created: remove any old one, then create exclusively.
   await rm(path, { force: true });
   await writeFile(path, text, { mode: 0o600, flag: "wx" });
+}
+
+/** The variables of a file `formatEnvFile` wrote (its exact inverse); a line it cannot write is refused. */
+export function parseEnvFile(text: string): Record<string, string> {
+  const vars: Record<string, string> = {};
+  for (const [index, line] of text.split("\n").entries()) {
+    if (line === "") continue;
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)='([^'\r]*)'$/.exec(line);
+    // Its text is not quoted back: a value may be a token.
+    if (!match?.[1] || match[2] === undefined)
+      throw new EnvFileError(`line ${index + 1} is not NAME='value'`);
+    vars[match[1]] = match[2].replaceAll("\\$", "$");
+  }
+  return vars;
 }

@@ -1,5 +1,5 @@
 /**
- * A whole local Oubliette: the Worker under `wrangler dev` and host-agents as child processes,
+ * A whole local Oubliette: the Worker on its local server (workerd) and host-agents as child processes,
  * with fresh tokens. Shared by `npm start`, the end-to-end tests and the benchmark.
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -67,7 +67,7 @@ export class LocalStack {
     this.#workerOptions = workerOptions;
   }
 
-  /** The Worker under wrangler dev (a new one after `restartWorker`). */
+  /** The Worker's local server (a new one after `restartWorker`). */
   get worker(): WranglerDev {
     return this.#worker;
   }

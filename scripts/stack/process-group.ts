@@ -1,7 +1,7 @@
 /**
  * Children that run in their own process group, and stop as a group.
  *
- * `wrangler dev` runs workerd as its own child, and workerd may ignore SIGTERM; a host-agent runs
+ * The Worker's local server runs workerd as its own child, and workerd may ignore SIGTERM; a host-agent runs
  * droids as children. Signalling only the direct child can leave those behind, so every child of
  * the stack is started as the leader of a new process group (`detached`) and stopped by
  * signalling the whole group. A detached child no longer gets the terminal's Ctrl-C: whoever

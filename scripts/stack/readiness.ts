@@ -1,5 +1,5 @@
 /**
- * Readiness of one particular `wrangler dev`: its Worker answers `/healthz` with the instance
+ * Readiness of one particular start of the Worker's local server: it answers `/healthz` with the instance
  * nonce this start gave it (OUBLIETTE_INSTANCE_ID). Any other answer on the port — another stack's
  * Worker, an older build, some other server — is not ours, however "ok" it says it is.
  */
@@ -9,7 +9,7 @@ const HealthSchema = z.object({ ok: z.literal(true), instance: z.string().nullis
 
 export interface WaitForInstanceOptions {
   timeoutMs: number;
-  /** Returns an error to fail with at once (e.g. "wrangler dev exited"), checked every poll. */
+  /** Returns an error to fail with at once (e.g. "the server exited"), checked every poll. */
   failed?: () => Error | undefined;
   signal?: AbortSignal;
   pollMs?: number;

@@ -1,19 +1,35 @@
 /**
- * The Worker under wrangler's dev server, in a process of its own (scripts/stack/wrangler-dev.ts
- * starts it): `unstable_startWorker`, the engine `wrangler dev` itself runs on (the same
- * bundling, Miniflare, proxy worker and persistence), started with two differences from the CLI:
+ * The Worker's local server, in a process of its own (scripts/stack/wrangler-dev.ts starts it):
+ * the bundle `wrangler deploy` would upload, served by Miniflare in one workerd process with the
+ * bindings wrangler's own `unstable_getMiniflareWorkerOptions` derives from wrangler.toml.
  *
- * - No devtools inspector. The CLI always starts one, and its bridge reports every devtools event
- *   to wrangler's node process, each chunk of a streamed response among them: every caller tool
- *   request's SSE event paid that round trip (the relay bench: relayed p50 8.2 → 6.8 ms, 1.1 ms
- *   less CPU per relayed call). Debugging the Worker with devtools: run `npx wrangler dev`.
- * - No file watching: the stack serves the code it started with; restart it after a change.
+ * Why not `wrangler dev` (or `unstable_startWorker`, its engine): it puts a proxy worker in a
+ * second workerd process in front of the Worker, so the stable URL survives reloads, and logs
+ * every request through wrangler's node process. Every request and every chunk of every stream
+ * crossed both; on the relay bench that was a quarter of the stack's CPU per relayed call and
+ * ~0.5 ms of each round trip, none of it present in a deployed Worker. This server has neither:
  *
- * Stops on SIGTERM or SIGINT (wrangler tears down its workerd processes), and exits non-zero
- * when the Worker cannot start.
+ * - No proxy, no reload: the stack serves the code it started with; restart it after a change.
+ * - No devtools inspector (debug the Worker with `npx wrangler dev`).
+ * - No request log lines: the Worker's own JSON log lines are written as they are.
+ *
+ * The same as `wrangler dev`: the bundle (wrangler's bundler, the console's custom build
+ * included), the bindings and compatibility settings, the persistence layout under
+ * `--persist-to` (`v3/`, so state carries over between the two), the assets.
+ * Variables come from `--env-file` alone (never .dev.vars, never the process environment), over
+ * wrangler.toml's `[vars]`.
+ *
+ * Stops on SIGTERM or SIGINT (Miniflare stops workerd), and exits non-zero when the Worker cannot
+ * be bundled or cannot start.
  */
+import { spawnSync } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { unstable_startWorker } from "wrangler";
+import { Log, LogLevel, Miniflare, type WorkerOptions } from "miniflare";
+import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
+import { parseEnvFile } from "./env-file.js";
 
 const { values } = parseArgs({
   options: {
@@ -21,36 +37,70 @@ const { values } = parseArgs({
     port: { type: "string" },
     "persist-to": { type: "string" },
     "env-file": { type: "string" },
+    "bundle-dir": { type: "string" },
   },
   strict: true,
 });
-const { config, port, "persist-to": persistTo, "env-file": envFile } = values;
-if (!config || !port || !persistTo || !envFile) {
-  process.stderr.write("usage: wrangler-dev-main --config F --port N --persist-to DIR --env-file F\n");
+const { config, port, "persist-to": persistTo, "env-file": envFile, "bundle-dir": bundleDir } = values;
+if (!config || !port || !persistTo || !envFile || !bundleDir) {
+  process.stderr.write(
+    "usage: wrangler-dev-main --config F --port N --persist-to DIR --env-file F --bundle-dir DIR\n",
+  );
   process.exit(2);
 }
 
+/** `wrangler deploy --dry-run`: the deploy bundle, written to `outDir` (its output shown only on failure). */
+function bundle(outDir: string): void {
+  const cli = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
+  const run = spawnSync(
+    process.execPath,
+    [cli, "deploy", "--dry-run", "--config", config as string, "--outdir", outDir],
+    { encoding: "utf8", env: { ...process.env, WRANGLER_HIDE_BANNER: "true" } },
+  );
+  if (run.status === 0) return;
+  process.stderr.write(`${run.stdout}${run.stderr}`);
+  throw new Error(`wrangler could not bundle the Worker (exit ${run.status ?? run.signal})`);
+}
+
+/** Writes the Worker's console output as it is: one JSON log line per line. */
+function workerOutput({ level, message }: { level: string; message: string }): void {
+  (level === "warn" || level === "error" ? process.stderr : process.stdout).write(`${message}\n`);
+}
+
 try {
-  const worker = await unstable_startWorker({
-    config,
-    envFiles: [envFile],
-    dev: {
-      inspector: false,
-      server: { hostname: "127.0.0.1", port: Number(port) },
-      persist: persistTo,
-      watch: false,
-    },
+  bundle(bundleDir);
+  const wrangler = unstable_readConfig({ config });
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
+  const vars = parseEnvFile(await readFile(envFile, "utf8"));
+  const worker = {
+    ...workerOptions,
+    name: wrangler.name,
+    modules: true,
+    modulesRoot: bundleDir,
+    scriptPath: join(bundleDir, "index.js"),
+    bindings: { ...wrangler.vars, ...vars },
+  } as WorkerOptions;
+  const mf = new Miniflare({
+    host: "127.0.0.1",
+    port: Number(port),
+    defaultPersistRoot: resolve(persistTo, "v3"),
+    // The placeholder `request.cf` (the real one is fetched from Cloudflare, and tests are offline).
+    cf: false,
+    logRequests: false,
+    log: new Log(LogLevel.WARN),
+    handleStructuredLogs: workerOutput,
+    workers: [worker],
   });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    void worker.dispose().finally(() => process.exit(0));
+    void mf.dispose().finally(() => process.exit(0));
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
-  await worker.ready;
-  process.stdout.write(`Ready on ${(await worker.url).origin}\n`);
+  const url = await mf.ready;
+  process.stdout.write(`Ready on ${url.origin}\n`);
 } catch (err) {
   process.stderr.write(
     `the Worker did not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,

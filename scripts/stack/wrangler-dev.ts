@@ -1,12 +1,12 @@
 /**
- * Starts the Worker under wrangler's dev server (workerd via Miniflare; scripts/stack/
- * wrangler-dev-main.ts says how it differs from the `wrangler dev` CLI) as a child process and
- * waits until it serves requests. Used by `npm start`, the end-to-end tests and the benchmark.
+ * Starts the Worker's local server (wrangler's deploy bundle in Miniflare's workerd; scripts/
+ * stack/wrangler-dev-main.ts says how it differs from the `wrangler dev` CLI) as a child process
+ * and waits until it serves requests. Used by `npm start`, the end-to-end tests and the benchmark.
  *
  * - The Worker's variables (tokens among them) go through a 0600 env file, never argv.
  * - Each start gets a random instance nonce (OUBLIETTE_INSTANCE_ID) and is ready only when
  *   /healthz answers with it, so a port another server already serves is never taken for ours.
- * - wrangler runs in its own process group and is stopped as a group, workerd included.
+ * - The server runs in its own process group and is stopped as a group, workerd included.
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -26,14 +26,14 @@ export interface WranglerDevOptions {
   persistTo: string;
   /** Worker variables and secrets, written to `envFile` (mode 0600). */
   vars?: Record<string, string>;
-  /** Where the variables are written for wrangler; removed on stop. */
+  /** Where the variables are written for the server; removed on stop. */
   envFile: string;
-  /** File that receives wrangler's output (the Worker's JSON logs among it). */
+  /** File that receives the server's output (the Worker's JSON logs among it). */
   logFile: string;
   readyTimeoutMs?: number;
-  /** More environment for wrangler and workerd. */
+  /** More environment for the server and workerd. */
   env?: Record<string, string>;
-  /** Aborting stops wrangler and rejects the start. */
+  /** Aborting stops the server and rejects the start. */
   signal?: AbortSignal;
 }
 
@@ -43,7 +43,7 @@ export interface WranglerDev {
   /** The nonce the Worker answers /healthz with. */
   instanceId: string;
   logFile: string;
-  /** Settles when wrangler exits, for whatever reason. */
+  /** Settles when the server exits, for whatever reason. */
   exited: Promise<ExitInfo>;
   stop(): Promise<void>;
 }
@@ -51,7 +51,7 @@ export interface WranglerDev {
 /** workerd may ignore SIGTERM; it gets SIGKILL this long after. */
 const STOP_GRACE_MS = 5_000;
 
-/** Starts `wrangler dev` and resolves once this instance serves requests. */
+/** Starts the Worker's local server and resolves once this instance serves requests. */
 export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
   options.signal?.throwIfAborted();
   await mkdir(dirname(options.logFile), { recursive: true });
@@ -71,6 +71,9 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
     options.persistTo,
     "--env-file",
     options.envFile,
+    // Rebuilt at every start, next to the state.
+    "--bundle-dir",
+    join(dirname(options.persistTo), "worker-bundle"),
   ];
   const child = spawnGroup(process.execPath, args, {
     cwd: options.repoRoot,
@@ -107,7 +110,9 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
       logFile: options.logFile,
       failed: () =>
         exit &&
-        new Error(`wrangler dev exited (${describeExit(exit)}) before it was ready; see ${options.logFile}`),
+        new Error(
+          `the Worker's local server exited (${describeExit(exit)}) before it was ready; see ${options.logFile}`,
+        ),
     });
   } catch (err) {
     await stop();

@@ -7,7 +7,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildAll } from "../../scripts/build.js";
-import { EnvFileError, formatEnvFile } from "../../scripts/stack/env-file.js";
+import { EnvFileError, formatEnvFile, parseEnvFile } from "../../scripts/stack/env-file.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { LocalStack } from "../../scripts/stack/local-stack.js";
 import { listProcesses, runningInGroups } from "./process-table.js";
@@ -95,6 +95,20 @@ describe("the env file", () => {
     expect(() => formatEnvFile({ A: "two\nlines" })).toThrow(EnvFileError);
     expect(() => formatEnvFile({ A: "ends\\" })).toThrow(EnvFileError);
     expect(() => formatEnvFile({ "A B": "x" })).toThrow(EnvFileError);
+  });
+
+  it("is read back by the Worker's server exactly as it was given", async () => {
+    const vars = { A: `x$HOME\\$B\\ y`, B: '["json", {"k": "v"}]', C: "", D: "a=b # not a comment" };
+    expect(parseEnvFile(formatEnvFile(vars))).toEqual(vars);
+    const written = parseEnvFile(await readFile(join(stack.dir, "worker.env"), "utf8"));
+    expect(written.OUBLIETTE_ADMIN_TOKEN).toBe(stack.adminToken);
+  });
+
+  it("refuses a line it did not write, without quoting it (a value may be a token)", () => {
+    const read = () => parseEnvFile("A='ok'\nB=oub_secret\n");
+    expect(read).toThrow(EnvFileError);
+    expect(read).toThrow("line 2 is not NAME='value'");
+    expect(read).not.toThrow(/oub_secret/);
   });
 });
 

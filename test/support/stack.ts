@@ -1,5 +1,5 @@
 /**
- * The local stack for end-to-end tests: each test file gets its own Worker (wrangler dev), state
+ * The local stack for end-to-end tests: each test file gets its own Worker (its local server), state
  * directory and tokens, plus a second caller token ("other") that owns nothing.
  */
 import { LocalStack, type LocalStackOptions } from "../../scripts/stack/local-stack.js";

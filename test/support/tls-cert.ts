@@ -1,7 +1,7 @@
 /**
  * A throwaway certificate authority and a server certificate for 127.0.0.1 (openssl), for tests
- * that need https on loopback: the Worker under wrangler dev trusts the CA when started with
- * NODE_EXTRA_CA_CERTS pointing at `caFile` (wrangler passes it on to workerd).
+ * that need https on loopback: the Worker's local server trusts the CA when started with
+ * NODE_EXTRA_CA_CERTS pointing at `caFile` (Miniflare passes it on to workerd).
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { CPU_PARTS, cpuPerCall, cpuUse } from "../../bench/process-cpu.js";
 
-const pids = { wrangler: -1, hostAgent: -1, wranglerPort: 1 };
+const pids = { devServer: -1, hostAgent: -1 };
 
 describe("the bench's CPU by part of the stack", () => {
   it("counts this process as the caller, and what it burns", () => {
@@ -34,9 +34,9 @@ describe("the bench's CPU by part of the stack", () => {
       (typeof CPU_PARTS)[number],
       number
     >;
-    const later = { ...zero, caller: 500, worker: 1000, "wrangler-proxy": 250 };
+    const later = { ...zero, caller: 500, worker: 1000, "dev-server": 250 };
     const { parts, total } = cpuPerCall(zero, later, 250);
-    expect(parts).toEqual({ ...zero, caller: 2, worker: 4, "wrangler-proxy": 1 });
+    expect(parts).toEqual({ ...zero, caller: 2, worker: 4, "dev-server": 1 });
     expect(total).toBe(7);
   });
 });
