@@ -16,7 +16,7 @@ export const CPU_PART_NAMES: Record<CpuPart, string> = {
   worker: "the Worker (workerd)",
   "host-agent": "the host-agent",
   container: "the container (runner, droid, its MCP server)",
-  "dev-server": "the Worker's local server's node process (Miniflare)",
+  "dev-server": "the local server's node process (Miniflare)",
 };
 
 export interface StackPids {

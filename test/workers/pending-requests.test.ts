@@ -25,16 +25,16 @@ function inObject<T>(work: (sql: SqlStorage) => T | Promise<T>): Promise<T> {
 function mechanism(sql: SqlStorage, kind = "test") {
   const delivered: [string, Outcome][] = [];
   const decided: [string, Outcome][] = [];
-  let alarms = 0;
+  const dueBy: number[] = [];
   const hooks: PendingHooks<Outcome> = {
     deliver: (row, outcome) => delivered.push([row.id, outcome]),
     decided: (row, outcome) => decided.push([row.id, outcome]),
-    scheduleAlarm: () => {
-      alarms += 1;
+    scheduleAlarm: (at) => {
+      dueBy.push(at);
     },
   };
   const pending = new PendingRequests(new PendingStore(sql, kind, Outcome), hooks, RETENTION_MS);
-  return { pending, delivered, decided, alarms: () => alarms };
+  return { pending, delivered, decided, alarms: () => dueBy.length, dueBy };
 }
 
 const ask = (id: string, deadline: number) => ({ id, subject: "approve", deadline, payload: { n: 1 } });
@@ -57,6 +57,24 @@ describe("pending requests", () => {
       expect(m.decided).toEqual([["r1", { ok: true, note: "yes" }]]);
       expect(m.pending.find("r1")).toMatchObject({ state: "done", outcome: { ok: true, note: "yes" } });
       expect(m.pending.countWaiting()).toBe(0);
+    });
+  });
+
+  it("tells the owner's alarm when each new thing is due: a deadline, then pruning", async () => {
+    await inObject((sql) => {
+      const m = mechanism(sql);
+      const deadline = Date.now() + 10_000;
+      m.pending.open(ask("r1", deadline));
+      expect(m.dueBy).toEqual([deadline]);
+      const before = Date.now();
+      m.pending.settle(
+        m.pending.find("r1") as PendingRow<Outcome>,
+        { ok: true, note: "y" },
+        { deliver: true },
+      );
+      expect(m.dueBy).toHaveLength(2);
+      expect(m.dueBy[1]).toBeGreaterThanOrEqual(before + RETENTION_MS);
+      expect(m.dueBy[1]).toBe(m.pending.nextDue());
     });
   });
 
@@ -146,6 +164,19 @@ describe("pending requests", () => {
       // Adopting again (the next start) finds nothing to move.
       store.adopt("calls", { id: "call_id", subject: "tool", payload: "arguments" });
       expect(store.countWaiting()).toBe(1);
+    });
+  });
+
+  it("parses a stored payload only when it is read, and refuses one that does not parse", async () => {
+    await inObject((sql) => {
+      const m = mechanism(sql, "approval");
+      m.pending.open(ask("r1", Date.now() + 10_000));
+      sql.exec("UPDATE pending SET payload = '[1, 2]' WHERE id = 'r1'");
+      // Deciding the request never needs its payload.
+      const row = m.pending.find("r1") as PendingRow<Outcome>;
+      expect(row).toMatchObject({ id: "r1", state: "waiting", subject: "approve" });
+      expect(() => row.payload).toThrow(/approval request's payload/);
+      expect(m.pending.settle(row, { ok: true, note: "y" }, { deliver: true })).toBe(true);
     });
   });
 

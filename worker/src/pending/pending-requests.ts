@@ -11,8 +11,8 @@ export interface PendingHooks<O> {
   deliver(row: PendingRow<O>, outcome: O): void;
   /** A request was decided (answered, expired, cancelled, failed), after its row was updated. */
   decided(row: PendingRow<O>, outcome: O, now: number): void;
-  /** Something new is due (a deadline, pruning): the owner sets its alarm. */
-  scheduleAlarm(): void;
+  /** Something new is due at `dueBy` (a deadline, pruning): the owner sets its alarm. */
+  scheduleAlarm(dueBy: number): void;
 }
 
 /**
@@ -45,7 +45,7 @@ export class PendingRequests<O> {
   /** A new request that waits for its answer until `deadline`. */
   open(request: Pick<PendingRow<O>, "id" | "subject" | "deadline" | "payload">): void {
     this.#store.insertWaiting(request);
-    this.#hooks.scheduleAlarm();
+    this.#hooks.scheduleAlarm(request.deadline);
   }
 
   /** A request decided the moment it arrived (refused): remembered like any decided one. */
@@ -104,6 +104,6 @@ export class PendingRequests<O> {
 
   #finished(now: number): void {
     if (this.#pruneAt === null) this.#pruneAt = now + this.#retentionMs;
-    this.#hooks.scheduleAlarm();
+    this.#hooks.scheduleAlarm(this.#pruneAt);
   }
 }

@@ -170,10 +170,17 @@ export class PendingStore<O> {
   }
 
   #toRow(row: Row): PendingRow<O> {
+    const parsePayload = () =>
+      typeof row.payload === "string" ? this.#parse(row.payload, JsonObjectSchema, "payload") : {};
+    let payload: JsonObject | undefined;
     return {
       id: String(row.id),
       subject: String(row.subject),
-      payload: typeof row.payload === "string" ? this.#parse(row.payload, JsonObjectSchema, "payload") : {},
+      // Parsed when first read: most reads (an answer, a re-sent call) never look at it.
+      get payload() {
+        payload ??= parsePayload();
+        return payload;
+      },
       deadline: Number(row.deadline),
       state: row.state === "done" ? "done" : "waiting",
       outcome: typeof row.outcome === "string" ? this.#parse(row.outcome, this.#outcome, "outcome") : null,

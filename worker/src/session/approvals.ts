@@ -46,7 +46,8 @@ export interface ApprovalsDeps {
   events: Pick<EventLog, "emit">;
   /** Sends a decision down the tunnel as the answer to its request (lost with no tunnel: the host asks again). */
   sendDecision(approvalId: string, decision: ApprovalDecision): void;
-  scheduleAlarm(): void;
+  /** Something is due (at `dueBy` when that is the only change; see AlarmSchedule). */
+  scheduleAlarm(dueBy?: number): void;
   /** An approval began or ended: the session is not idle. */
   activity(now: number): void;
   /** A caller tool call's gate was decided by a person or the deadline: the call goes on, or is refused. */
@@ -81,7 +82,7 @@ export class Approvals {
           else if (askedByHost(row)) deps.sendDecision(row.id, agentPart(outcome));
         },
         decided: (row, outcome, now) => this.#decided(row, outcome, now),
-        scheduleAlarm: () => deps.scheduleAlarm(),
+        scheduleAlarm: (dueBy) => deps.scheduleAlarm(dueBy),
       },
       DONE_APPROVAL_RETENTION_MS,
     );

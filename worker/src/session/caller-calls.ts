@@ -29,7 +29,8 @@ export interface CallerCallsDeps {
   sendOutcome(callId: string, outcome: CallerToolOutcome): void;
   /** Whether a call may wait for the caller's answer now (see Presence.mayWait). */
   callerMayWait(now: number): boolean;
-  scheduleAlarm(): void;
+  /** Something is due (at `dueBy` when that is the only change; see AlarmSchedule). */
+  scheduleAlarm(dueBy?: number): void;
   /** A call began or ended: the session is not idle (its lifetime rules start counting again). */
   activity(now: number): void;
   log: Log;
@@ -57,7 +58,7 @@ export class CallerCalls {
       {
         deliver: (call, outcome) => deps.sendOutcome(call.id, outcome),
         decided: (call, outcome, now) => this.#decided(call, outcome, now),
-        scheduleAlarm: () => deps.scheduleAlarm(),
+        scheduleAlarm: (dueBy) => deps.scheduleAlarm(dueBy),
       },
       DONE_CALL_RETENTION_MS,
     );

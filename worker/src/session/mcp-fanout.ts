@@ -1,6 +1,7 @@
 import type { SessionEvent } from "../../../protocol/events.js";
 import type { Env } from "../env.js";
 import { errorMessage, type Log } from "../log.js";
+import type { McpSessionDurableObject } from "../mcp/mcp-session-do.js";
 import { objects } from "../objects/keys.js";
 
 /**
@@ -12,6 +13,8 @@ export class McpFanout {
   readonly #log: Log;
   readonly #queues = new Map<string, SessionEvent[]>();
   readonly #sending = new Set<string>();
+  /** Each subscriber's stub, made once (a stub is reusable; deriving its id costs a hash). */
+  readonly #stubs = new Map<string, DurableObjectStub<McpSessionDurableObject>>();
   /** Called when a subscriber's MCP session no longer exists. */
   readonly #onGone: (mcpSessionId: string) => void;
 
@@ -31,19 +34,21 @@ export class McpFanout {
   async #drain(mcpSessionId: string): Promise<void> {
     this.#sending.add(mcpSessionId);
     try {
-      const stub = objects.mcpSession(this.#env, mcpSessionId);
       for (;;) {
         const batch = this.#queues.get(mcpSessionId);
         if (!batch || batch.length === 0) break;
         this.#queues.delete(mcpSessionId);
         try {
-          const { accepted } = await stub.deliver(batch);
+          const { accepted } = await this.#stub(mcpSessionId).deliver(batch);
           if (!accepted) {
             this.#queues.delete(mcpSessionId);
+            this.#stubs.delete(mcpSessionId);
             this.#onGone(mcpSessionId);
             break;
           }
         } catch (err) {
+          // A stub may be broken after an error: the next delivery makes a new one.
+          this.#stubs.delete(mcpSessionId);
           this.#log.warn("event delivery to MCP session failed", {
             mcp_session: mcpSessionId,
             error: errorMessage(err),
@@ -53,5 +58,14 @@ export class McpFanout {
     } finally {
       this.#sending.delete(mcpSessionId);
     }
+  }
+
+  #stub(mcpSessionId: string): DurableObjectStub<McpSessionDurableObject> {
+    let stub = this.#stubs.get(mcpSessionId);
+    if (!stub) {
+      stub = objects.mcpSession(this.#env, mcpSessionId);
+      this.#stubs.set(mcpSessionId, stub);
+    }
+    return stub;
   }
 }

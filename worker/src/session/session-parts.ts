@@ -67,7 +67,7 @@ export function wireSession(ctx: DurableObjectState, env: Env): SessionParts {
   const state = new SessionState(new SessionStore(ctx.storage.sql));
   const record = () => state.require();
   const save = () => state.save();
-  const scheduleAlarm = () => alarm.schedule();
+  const scheduleAlarm = (dueBy?: number) => alarm.schedule(dueBy);
   const waitUntil = (promise: Promise<unknown>) => ctx.waitUntil(promise);
   const waiters = new EventWaiters();
   const fanout = new McpFanout(env, state.log, (id) => presence.mcpChanged(id, "gone"));
