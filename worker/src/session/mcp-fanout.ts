@@ -1,8 +1,9 @@
 import type { SessionEvent } from "../../../protocol/events.js";
 import type { Env } from "../env.js";
 import { errorMessage, type Log } from "../log.js";
-import type { McpSessionDurableObject } from "../mcp/mcp-session-do.js";
 import { objects } from "../objects/keys.js";
+
+type McpSessionStub = ReturnType<typeof objects.mcpSession>;
 
 /**
  * Delivers a session's events to the MCP sessions subscribed to it, in order: at most one
@@ -14,7 +15,7 @@ export class McpFanout {
   readonly #queues = new Map<string, SessionEvent[]>();
   readonly #sending = new Set<string>();
   /** Each subscriber's stub, made once (a stub is reusable; deriving its id costs a hash). */
-  readonly #stubs = new Map<string, DurableObjectStub<McpSessionDurableObject>>();
+  readonly #stubs = new Map<string, McpSessionStub>();
   /** Called when a subscriber's MCP session no longer exists. */
   readonly #onGone: (mcpSessionId: string) => void;
 
@@ -60,7 +61,7 @@ export class McpFanout {
     }
   }
 
-  #stub(mcpSessionId: string): DurableObjectStub<McpSessionDurableObject> {
+  #stub(mcpSessionId: string): McpSessionStub {
     let stub = this.#stubs.get(mcpSessionId);
     if (!stub) {
       stub = objects.mcpSession(this.#env, mcpSessionId);
