@@ -1,7 +1,7 @@
 /**
- * The SSE body every event stream is written to (worker/src/streams/sse.ts), on workerd's native
- * byte stream: events arrive as SSE text; a reader that went away is noticed at the next write;
- * one that stays but stops reading is dropped once its queue passes the cap, not held forever.
+ * The SSE body every event stream is written to (worker/src/streams/sse.ts): events arrive as
+ * SSE text; a reader that went away is noticed at the next write; one that stays but stops
+ * reading is dropped once its queue passes the cap (in bytes), not held forever.
  */
 import { describe, expect, it } from "vitest";
 import { MAX_QUEUED_BYTES, SseStream } from "../../worker/src/streams/sse.js";
