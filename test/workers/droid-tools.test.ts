@@ -9,7 +9,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { RpcErrorCode } from "../../protocol/rpc/errors.js";
 import { disconnectAll, FakeHost, SessionTunnel, uniqueHostId } from "./support/fake-host.js";
-import { callTool, initialize, initializeRequest, mcpFetch } from "./support/mcp.js";
+import { callTool, initialize } from "./support/mcp.js";
 import { until } from "./support/poll.js";
 import { createProject } from "./support/projects.js";
 import { errorOf, resultOf } from "./support/rpc-socket.js";
@@ -222,9 +222,18 @@ describe("a session's own key", () => {
     const logged = await callTool(mcp, "session", { action: "events", session_id: sessionId });
     expect(JSON.stringify(logged)).not.toContain(key);
     await callTool(mcp, "session", { action: "end", session_id: sessionId });
-    // The key works nowhere now (the MCP endpoint checks the same tokens).
+    // Revoked, so it works nowhere now: the public routes refused it all along (it is bound to its
+    // session, droid-key-binding.test.ts), so its status is what shows the revocation.
     await until(
-      async () => (await mcpFetch({ token: key, body: initializeRequest() })).status === 401,
+      async () => {
+        const listed = await callTool(mcp, "token", { action: "list", include_revoked: true });
+        const tokens = z
+          .object({
+            tokens: z.array(z.looseObject({ session_id: z.string().nullable(), status: z.string() })),
+          })
+          .parse(listed.structuredContent).tokens;
+        return tokens.find((t) => t.session_id === sessionId)?.status === "revoked";
+      },
       "the session's key is revoked",
       1_000,
     );

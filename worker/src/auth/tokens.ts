@@ -18,6 +18,11 @@ export interface CallerPrincipal {
   issued?: boolean;
   /** An OAuth access token: a missing scope is answered with a step-up challenge (HTTP 403). */
   oauth?: boolean;
+  /**
+   * The session a key minted for its droid belongs to: accepted only on that session's own path
+   * (its session object), refused on every public route (`sessionBoundRefusal`).
+   */
+  boundSession?: string;
 }
 export interface HostPrincipal {
   kind: "host";
@@ -34,6 +39,7 @@ export const CallerPrincipalSchema = z.object({
   scopes: z.array(ScopeSchema),
   issued: z.boolean().optional(),
   oauth: z.boolean().optional(),
+  boundSession: z.string().optional(),
 });
 export const HostPrincipalSchema = z.object({
   kind: z.literal("host"),
@@ -162,12 +168,34 @@ export class TtlCache<T> {
 const issuedByHash = new TtlCache<TokenMatch | null>();
 const statusById = new TtlCache<boolean>();
 
+/** An issued caller token's principal, with its session binding when it has one. */
+function issuedCaller(match: TokenMatch): CallerPrincipal {
+  const principal: CallerPrincipal = {
+    kind: "caller",
+    tokenId: match.tokenId,
+    scopes: match.scopes,
+    issued: true,
+  };
+  if (match.sessionId !== null) principal.boundSession = match.sessionId;
+  return principal;
+}
+
 function principalOfMatch(match: TokenMatch, now: number): Principal | null {
   if (match.status !== "active") return null;
   if (match.expiresAt !== null && match.expiresAt <= now) return null;
   return match.kind === "host"
     ? { kind: "host", tokenId: match.tokenId, hostId: match.hostId, issued: true }
-    : { kind: "caller", tokenId: match.tokenId, scopes: match.scopes, issued: true };
+    : issuedCaller(match);
+}
+
+/**
+ * Why a principal may not be used from outside any session, or null when it may: a key minted
+ * for a session's droid works only on that session's path (container, host, session tunnel), so
+ * a key copied out of a container is refused everywhere else. Every public authentication asks.
+ */
+export function sessionBoundRefusal(principal: Principal): string | null {
+  if (principal.kind !== "caller" || principal.boundSession === undefined) return null;
+  return `this key was issued to session ${principal.boundSession} and works only from inside that session`;
 }
 
 /**
@@ -234,5 +262,5 @@ export async function principalById(env: Env, tokenId: string, issued: boolean):
   if (match.status === "expired" || (match.expiresAt !== null && match.expiresAt <= now)) {
     return { ok: false, reason: `token ${tokenId} expired` };
   }
-  return { ok: true, principal: { kind: "caller", tokenId, scopes: match.scopes, issued: true } };
+  return { ok: true, principal: issuedCaller(match) };
 }

@@ -7,7 +7,7 @@ import type { AppBindings } from "../http/auth-middleware.js";
 import { readCappedBody } from "../http/read-body.js";
 import { createLog } from "../log.js";
 import { signInPage } from "../oauth/pages.js";
-import { csrfToken, endSignin, signedIn } from "../oauth/signin-session.js";
+import { csrfToken, endSignin, signedIn, signedInOrWhy } from "../oauth/signin-session.js";
 import { objects } from "../objects/keys.js";
 import { callerTools } from "../tools/catalog.js";
 import { callTool, UnknownToolError } from "../tools/dispatch.js";
@@ -65,9 +65,10 @@ consoleRoutes.post("/console/signout", async (c) => {
 
 // Every API route: a signed-in person, else 401 (the client then shows that the sign-in ended).
 consoleRoutes.use("/console/api/*", async (c, next) => {
-  const person = await signedIn(c);
-  if (person === null) return apiError(401, "unauthorized", "not signed in (or the sign-in ended)");
-  c.set("caller", person);
+  const signin = await signedInOrWhy(c);
+  if (!signin.ok)
+    return apiError(401, "unauthorized", signin.reason ?? "not signed in (or the sign-in ended)");
+  c.set("caller", signin.person);
   await next();
   c.header("cache-control", "no-store");
 });

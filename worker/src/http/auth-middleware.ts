@@ -1,16 +1,17 @@
 import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
-import { authenticate, bearerToken, type CallerPrincipal, type HostPrincipal } from "../auth/tokens.js";
+import type { CallerPrincipal, HostPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { bearerChallenge } from "../oauth/challenge.js";
-import { authenticateGrant, looksLikeOAuthToken } from "../oauth/grant-principal.js";
+import { bearerPrincipal } from "./bearer.js";
 
 export type AppBindings = {
   Bindings: Env;
   Variables: { caller: CallerPrincipal; host: HostPrincipal };
 };
 
-function unauthorized(message: string, challenge: string): HTTPException {
+/** A 401 with the JSON error body every route answers and the route's `WWW-Authenticate`. */
+export function unauthorized(message: string, challenge: string): HTTPException {
   return new HTTPException(401, {
     res: Response.json(
       { error: { code: "unauthorized", message } },
@@ -25,29 +26,34 @@ function unauthorized(message: string, challenge: string): HTTPException {
  * (RFC 9728 `resource_metadata`, and the scope to ask for).
  */
 export const requireCaller = createMiddleware<AppBindings>(async (c, next) => {
-  const token = bearerToken(c.req.header("authorization"));
   const origin = new URL(c.req.url).origin;
-  const principal =
-    token !== null && looksLikeOAuthToken(token)
-      ? await authenticateGrant(c.env, origin, token)
-      : await authenticate(c.env, token);
-  if (principal?.kind !== "caller") {
-    throw unauthorized(
-      token === null
-        ? "sign in (OAuth) or present an API token (Authorization: Bearer oub_…)"
-        : "the token is not valid here (unknown, expired or revoked); sign in again or use another token",
-      bearerChallenge(origin, token === null ? null : "invalid_token"),
-    );
+  const bearer = await bearerPrincipal(c.env, origin, c.req.header("authorization"));
+  if (bearer.kind === "principal" && bearer.principal.kind === "caller") {
+    c.set("caller", bearer.principal);
+    await next();
+    return;
   }
-  c.set("caller", principal);
-  await next();
+  throw unauthorized(
+    bearer.kind === "none"
+      ? "sign in (OAuth) or present an API token (Authorization: Bearer oub_…)"
+      : bearer.kind === "session_bound"
+        ? bearer.message
+        : "the token is not valid here (unknown, expired or revoked); sign in again or use another token",
+    bearerChallenge(origin, bearer.kind === "none" ? null : "invalid_token"),
+  );
 });
 
 /** Requires a host-agent token. */
 export const requireHost = createMiddleware<AppBindings>(async (c, next) => {
-  const principal = await authenticate(c.env, bearerToken(c.req.header("authorization")));
-  if (principal?.kind !== "host")
-    throw unauthorized("a valid host token is required", 'Bearer realm="oubliette"');
-  c.set("host", principal);
-  await next();
+  const origin = new URL(c.req.url).origin;
+  const bearer = await bearerPrincipal(c.env, origin, c.req.header("authorization"));
+  if (bearer.kind === "principal" && bearer.principal.kind === "host") {
+    c.set("host", bearer.principal);
+    await next();
+    return;
+  }
+  throw unauthorized(
+    bearer.kind === "session_bound" ? bearer.message : "a valid host token is required",
+    'Bearer realm="oubliette"',
+  );
 });

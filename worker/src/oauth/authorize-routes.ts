@@ -2,7 +2,7 @@ import { AuthorizationError, CimdFetchError, type OAuthHelpers } from "@cloudfla
 import { type Context, Hono } from "hono";
 import { audit } from "../audit/audit.js";
 import { type Scope, ScopeSchema } from "../auth/scopes.js";
-import { authenticate } from "../auth/tokens.js";
+import { authenticate, sessionBoundRefusal } from "../auth/tokens.js";
 import { CONSOLE_PATH } from "../console/console-path.js";
 import { config, type Env } from "../env.js";
 import type { AppBindings } from "../http/auth-middleware.js";
@@ -107,13 +107,15 @@ authorizeRoutes.post(OAuthPaths.signIn, async (c) => {
     return errorPage("Sign-in refused", "The form expired or was not sent from this page. Start again.", 403);
   }
   const principal = await authenticate(c.env, String(form.get("token") ?? "").trim());
-  if (principal?.kind !== "caller") {
+  // A droid's session key signs nobody in: it works only from inside its session.
+  const bound = principal === null ? null : sessionBoundRefusal(principal);
+  if (principal?.kind !== "caller" || bound !== null) {
     const csrf = csrfToken();
     return signInPage({
       returnTo,
       csrf: csrf.value,
       csrfCookie: csrf.cookie(c),
-      error: "That is not a valid API token (or it was revoked or has expired).",
+      error: bound ?? "That is not a valid API token (or it was revoked or has expired).",
       for: forConsole ? "console" : "app",
     });
   }

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
 import { randomHex, sha256Hex } from "../auth/digest.js";
-import { type CallerPrincipal, principalById } from "../auth/tokens.js";
+import { type CallerPrincipal, principalById, sessionBoundRefusal } from "../auth/tokens.js";
 import type { AppBindings } from "../http/auth-middleware.js";
 import { objects } from "../objects/keys.js";
 import { accessPrincipal } from "./access-identity.js";
@@ -48,15 +48,30 @@ export function cookie(
  * revoked), else the person Cloudflare Access vouches for (when configured); or null.
  */
 export async function signedIn(c: Context<AppBindings>): Promise<CallerPrincipal | null> {
+  const signin = await signedInOrWhy(c);
+  return signin.ok ? signin.person : null;
+}
+
+/**
+ * `signedIn`, saying why not when the sign-in's token may not sign anyone in: a droid's session
+ * key (refused at the sign-in form, and here for a sign-in made with one before that).
+ */
+export async function signedInOrWhy(
+  c: Context<AppBindings>,
+): Promise<{ ok: true; person: CallerPrincipal } | { ok: false; reason: string | null }> {
   const value = getCookie(c, cookieName(c, "signin"));
   if (value !== undefined && /^[0-9a-f]{64}$/.test(value)) {
     const row = await objects.tokens(c.env).signin(await sha256Hex(value));
     if (row !== null) {
       const authority = await principalById(c.env, row.tokenId, row.issued);
-      if (authority.ok) return authority.principal;
+      if (authority.ok) {
+        const bound = sessionBoundRefusal(authority.principal);
+        return bound === null ? { ok: true, person: authority.principal } : { ok: false, reason: bound };
+      }
     }
   }
-  return accessPrincipal(c.env, c.req.raw);
+  const person = await accessPrincipal(c.env, c.req.raw);
+  return person === null ? { ok: false, reason: null } : { ok: true, person };
 }
 
 /** Ends the browser's sign-in (its row and its cookie); the Set-Cookie header that clears it. */

@@ -247,19 +247,28 @@ export class HostInput {
         this.#d.events.emit({
           type: "system",
           subtype: "oubliette_key_refused",
-          message:
-            "the droid's API key (OUBLIETTE_API_KEY) was refused (invalid, expired or revoked): it has no Oubliette tools",
+          message: `the droid's API key (OUBLIETTE_API_KEY) was refused (${err instanceof RpcError ? err.message : "invalid, expired or revoked"}): it has no Oubliette tools`,
         });
       }
       throw err;
     }
   }
 
-  /** The caller principal of a droid's API key, checked on every use (-32001 when it is not one). */
+  /**
+   * The caller principal of a droid's API key, checked on every use (-32001 when it is not one).
+   * A key minted for a session works here only when it is this session's: the public routes
+   * refuse it, so this path is the one it has.
+   */
   async #keyPrincipal(apiKey: string): Promise<CallerPrincipal> {
     const principal = await authenticate(this.#d.env, apiKey);
     if (principal?.kind !== "caller")
       throw new RpcError(RpcErrorCode.InvalidApiKey, "invalid or expired API key");
+    const bound = principal.boundSession;
+    if (bound !== undefined && bound !== this.#d.state.require().sessionId)
+      throw new RpcError(
+        RpcErrorCode.InvalidApiKey,
+        "invalid API key here: it was issued to another session and works only from inside that session",
+      );
     return principal;
   }
 }

@@ -23,6 +23,8 @@ export interface TokenInfo {
   expires_at: string | null;
   revoked_at: string | null;
   last_used_at: string | null;
+  /** The session a key minted for its droid belongs to (it works only from inside it); else null. */
+  session_id: string | null;
 }
 
 /** What authentication needs to know about a presented token. */
@@ -34,6 +36,8 @@ export interface TokenMatch {
   status: TokenStatus;
   /** Epoch ms, so a cached match stops working the moment it expires. */
   expiresAt: number | null;
+  /** The session a minted droid key is bound to; null for every other token. */
+  sessionId: string | null;
 }
 
 export interface CreateTokenInput {
@@ -45,6 +49,8 @@ export interface CreateTokenInput {
   createdBy: string;
   sha256: string;
   prefix: string;
+  /** Binds a key minted for a session's droid to that session (session/droid-key.ts). */
+  sessionId?: string;
 }
 
 /** An OAuth grant as listings show it (beside the API tokens). */
@@ -112,6 +118,7 @@ export function tokenInfo(row: TokenRow, now: number): TokenInfo {
     expires_at: iso(row.expiresAt),
     revoked_at: iso(row.revokedAt),
     last_used_at: iso(row.lastUsedAt),
+    session_id: row.sessionId,
   };
 }
 
@@ -123,6 +130,7 @@ function matchOf(row: TokenRow, now: number): TokenMatch {
     hostId: row.hostId,
     status: statusOf(row, now),
     expiresAt: row.expiresAt,
+    sessionId: row.sessionId,
   };
 }
 
@@ -177,6 +185,7 @@ export class TokenDirectoryDurableObject extends DurableObject<Env> {
       expiresAt: input.expiresAt,
       revokedAt: null,
       lastUsedAt: null,
+      sessionId: input.sessionId ?? null,
     };
     this.#store.insert(row);
     this.#log.info("token created", { token: row.id, kind: row.kind, scopes: row.scopes.join(",") });

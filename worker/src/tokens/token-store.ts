@@ -1,11 +1,14 @@
 import { z } from "zod";
+import { SessionIdSchema } from "../../../protocol/ids.js";
 import { type Scope, ScopeSchema } from "../auth/scopes.js";
+import { AppError } from "../errors.js";
 import { decodeRecord, type RecordFormat } from "../objects/stored-record.js";
 
 /**
  * The token directory's table. A token is held only as its SHA-256 (`sha256` is UNIQUE, so a
  * presented token is found by its hash through the index, never by a scan), plus a short prefix
- * of the plain token so a person can tell tokens apart in a listing.
+ * of the plain token so a person can tell tokens apart in a listing. `session_id` binds a key the
+ * Worker minted for a session's droid to that session: it is accepted only on that session's path.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tokens (
@@ -20,7 +23,8 @@ CREATE TABLE IF NOT EXISTS tokens (
   created_by TEXT NOT NULL,
   expires_at INTEGER,
   revoked_at INTEGER,
-  last_used_at INTEGER
+  last_used_at INTEGER,
+  session_id TEXT
 );
 CREATE INDEX IF NOT EXISTS tokens_host ON tokens (host_id);
 `;
@@ -41,6 +45,8 @@ export interface TokenRow {
   expiresAt: number | null;
   revokedAt: number | null;
   lastUsedAt: number | null;
+  /** The session a key minted for its droid belongs to; null for every other token. */
+  sessionId: string | null;
 }
 
 export function statusOf(row: Pick<TokenRow, "expiresAt" | "revokedAt">, now: number): TokenStatus {
@@ -61,6 +67,15 @@ export function parseScopes(value: SqlStorageValue | undefined): Scope[] {
   return decodeRecord(STORED_SCOPES, String(value));
 }
 
+const BoundSessionSchema = SessionIdSchema.nullable();
+
+/** A row's session binding, parsed: a value that is not a session id must never loosen or move it. */
+function parseBoundSession(value: SqlStorageValue | undefined): string | null {
+  const parsed = BoundSessionSchema.safeParse(value ?? null);
+  if (!parsed.success) throw new AppError("internal", "a stored token's session_id is not a session id");
+  return parsed.data;
+}
+
 function toRow(r: Record<string, SqlStorageValue>): TokenRow {
   const num = (v: SqlStorageValue | undefined) => (v === null || v === undefined ? null : Number(v));
   return {
@@ -76,6 +91,7 @@ function toRow(r: Record<string, SqlStorageValue>): TokenRow {
     expiresAt: num(r.expires_at),
     revokedAt: num(r.revoked_at),
     lastUsedAt: num(r.last_used_at),
+    sessionId: parseBoundSession(r.session_id),
   };
 }
 
@@ -85,12 +101,16 @@ export class TokenStore {
   constructor(sql: SqlStorage) {
     this.#sql = sql;
     sql.exec(SCHEMA);
+    // Tables made before session keys were bound to their session get the column (no row is bound).
+    const columns = sql.exec("PRAGMA table_info(tokens)").toArray();
+    if (!columns.some((c) => c.name === "session_id"))
+      sql.exec("ALTER TABLE tokens ADD COLUMN session_id TEXT");
   }
 
   insert(row: TokenRow): void {
     this.#sql.exec(
-      `INSERT INTO tokens (id, sha256, kind, name, scopes, host_id, prefix, created_at, created_by, expires_at, revoked_at, last_used_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL)`,
+      `INSERT INTO tokens (id, sha256, kind, name, scopes, host_id, prefix, created_at, created_by, expires_at, revoked_at, last_used_at, session_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
       row.id,
       row.sha256,
       row.kind,
@@ -101,6 +121,7 @@ export class TokenStore {
       row.createdAt,
       row.createdBy,
       row.expiresAt,
+      row.sessionId,
     );
   }
 
