@@ -1,7 +1,8 @@
 /**
  * A throwaway certificate authority and a server certificate for 127.0.0.1 (openssl), for tests
  * that need https on loopback: the Worker's local server trusts the CA when started with
- * NODE_EXTRA_CA_CERTS pointing at `caFile` (Miniflare passes it on to workerd).
+ * NODE_EXTRA_CA_CERTS pointing at `caFile` (Miniflare passes it on to workerd). Extra DNS names
+ * can be added to the certificate for a client that reaches 127.0.0.1 by a name (through a proxy).
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -19,7 +20,18 @@ export interface LoopbackTls {
   remove(): Promise<void>;
 }
 
-export async function loopbackTls(): Promise<LoopbackTls> {
+export interface LoopbackTlsOptions {
+  /** DNS names the certificate is also valid for, besides 127.0.0.1 and localhost. */
+  dnsNames?: readonly string[];
+}
+
+const DNS_NAME =
+  /^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
+
+/** A fresh CA (in a temporary directory) and a certificate it signed for 127.0.0.1, localhost and `dnsNames`. */
+export async function loopbackTls(options: LoopbackTlsOptions = {}): Promise<LoopbackTls> {
+  const dnsNames = ["localhost", ...(options.dnsNames ?? [])];
+  for (const name of dnsNames) if (!DNS_NAME.test(name)) throw new Error(`not a DNS name: ${name}`);
   const dir = await mkdtemp(join(tmpdir(), "oubliette-tls-"));
   const file = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => run("openssl", args, { cwd: dir });
@@ -56,7 +68,7 @@ export async function loopbackTls(): Promise<LoopbackTls> {
   );
   await writeFile(
     file("ext.cnf"),
-    "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    `subjectAltName=IP:127.0.0.1,${dnsNames.map((n) => `DNS:${n}`).join(",")}\nextendedKeyUsage=serverAuth\n`,
   );
   await openssl(
     "x509",
