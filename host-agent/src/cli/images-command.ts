@@ -2,8 +2,9 @@
  * `host-agent images`: builds the images this host's sessions run in, as the test setup does,
  * with no registry: the node base (this machine's Node and the libraries it needs, imported), the
  * droid image FROM it with the container-side bundles this host-agent carries, and the image of
- * each agent CLI asked for (the CLI fetched from the npm registry, cached under the data
- * directory). An image whose inputs have not changed is kept, so running it again is cheap.
+ * each agent CLI asked for (the CLIs, and the base's npm and corepack, fetched from the npm
+ * registry, cached under the data directory). An image whose inputs have not changed is kept, so
+ * running it again is cheap.
  */
 import { join } from "node:path";
 import { type Command, Option } from "commander";
@@ -51,18 +52,20 @@ export async function buildImages(options: ImagesOptions): Promise<Record<string
     );
   const docker = new Dockerode({ socketPath });
   const bundles = await droidBundles(options.dataDir);
-  const droid = await ensureDroidImage(docker, bundles, options.log);
-  const agents = await ensureAgentImages(
-    docker,
-    bundles,
-    options.agents,
-    options.log,
-    join(options.dataDir, "cache", "agent-cli"),
-  );
+  // The agent CLIs and the base image's npm and corepack.
+  const cache = join(options.dataDir, "cache", "agent-cli");
+  const droid = await ensureDroidImage(docker, bundles, options.log, cache);
+  const agents = await ensureAgentImages(docker, bundles, options.agents, options.log, cache);
   const tags: Record<string, string> = { scripted: droid };
   for (const [runtime, tag] of Object.entries(agents)) if (tag !== undefined) tags[runtime] = tag;
   if (options.hostImage)
-    tags["host-agent"] = await ensureHostAgentImage(docker, hostAgentFile(), HOST_AGENT_VERSION, options.log);
+    tags["host-agent"] = await ensureHostAgentImage(
+      docker,
+      hostAgentFile(),
+      HOST_AGENT_VERSION,
+      options.log,
+      cache,
+    );
   return tags;
 }
 

@@ -1,29 +1,24 @@
 /**
- * The agent CLIs as protocol/agent-runtimes.ts pins them: fetched from the npm registry (the only
- * one reachable) into `<cache>/<runtime>-<version>/` (AGENT_CLI_CACHE), checked on this
- * machine with `--version`, and laid out under /opt/agents/<runtime>/ where each `command` expects
- * them. Where each package keeps the thing that runs is said once, in CLI_LAYOUTS.
+ * The agent CLIs as protocol/agent-runtimes.ts pins them: fetched into the package cache
+ * (package-cache.ts, `<cache>/<runtime>-<version>/`), checked on this machine with `--version`,
+ * and laid out under /opt/agents/<runtime>/ where each `command` expects them. Where each package
+ * keeps the thing that runs is said once, in CLI_LAYOUTS.
  */
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join, posix } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { AGENTS_DIR, CLI_RUNTIMES, type CliRuntime } from "../../../protocol/agent-runtimes.js";
-import { hostTree, type TreeEntry, treeSize } from "./build-context.js";
+import { hostTree, type TreeEntry } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
+import {
+  fetchPinned,
+  PACKAGE_CACHE,
+  type PinnedPackage,
+  packageSpec,
+  versionOnHost,
+} from "./package-cache.js";
 
 export type CliRuntimeName = keyof typeof CLI_RUNTIMES;
 export const CLI_RUNTIME_NAMES = Object.keys(CLI_RUNTIMES) as CliRuntimeName[];
-
-/**
- * Where fetched CLIs are kept by default: in a source checkout, under its .oubliette/ (which git
- * ignores). The built host-agent passes its own (`images --cache-dir`, under its data directory).
- */
-export const AGENT_CLI_CACHE = fileURLToPath(new URL("../../../.oubliette/cache/agent-cli", import.meta.url));
-/** Written last into a fetched CLI's directory: without it the directory is fetched again. */
-const COMPLETE_MARKER = ".oubliette-complete";
 
 /** What of an installed package goes into the image, relative to the npm prefix it was installed in. */
 interface CliLayout {
@@ -83,8 +78,12 @@ export interface AgentCliFiles {
 
 /** `<package>@<version>` as npm takes it. */
 export function cliSpec(runtime: CliRuntimeName): string {
-  const cli = CLI_RUNTIMES[runtime];
-  return `${cli.package}@${cli.version}`;
+  return packageSpec(cliPin(runtime));
+}
+
+function cliPin(runtime: CliRuntimeName): PinnedPackage {
+  const { package: name, version } = CLI_RUNTIMES[runtime];
+  return { name: runtime, package: name, version };
 }
 
 /** A stable description of the layout, for image content hashes. */
@@ -100,53 +99,22 @@ export function cliLayoutKey(runtime: CliRuntimeName): string {
 export async function fetchAgentCli(
   runtime: CliRuntimeName,
   log: (line: string) => void,
-  cacheDir: string = AGENT_CLI_CACHE,
+  cacheDir: string = PACKAGE_CACHE,
 ): Promise<AgentCliFiles> {
   const cli = CLI_RUNTIMES[runtime];
-  const spec = cliSpec(runtime);
-  const dir = join(cacheDir, `${runtime}-${cli.version}`);
-  const shown = dir;
-  if (existsSync(join(dir, COMPLETE_MARKER))) {
-    log(`${spec} is cached in ${shown}; not downloaded`);
-    return cliFiles(runtime, dir);
-  }
-  if (process.platform !== "linux" || process.arch !== "x64") {
-    throw new DockerImageError(
-      "cli_fetch_failed",
-      `agent CLI images are made on linux-x64 only, not ${process.platform}-${process.arch}`,
-    );
-  }
-  // A directory without the marker is an interrupted fetch: start over.
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
-  log(`downloading ${spec} from the npm registry into ${shown}`);
-  const startedAt = Date.now();
-  await npmInstall(spec, dir);
-  const files = cliFiles(runtime, dir);
-  const version = await versionOnHost(runtime, cli, files, dir);
-  const megabytes = treeSize(hostTree("/", join(dir, "node_modules"))) / 1024 / 1024;
-  await writeFile(join(dir, COMPLETE_MARKER), `${spec}\n`);
-  await removeOtherVersions(runtime, cacheDir, dir, log);
-  const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-  log(
-    `downloaded ${spec}: ${megabytes.toFixed(0)} MB in ${seconds} s; on this machine --version says "${version}"`,
-  );
-  return files;
-}
-
-/** Deletes the runtime's cached CLIs other than `keep` (earlier pins). */
-async function removeOtherVersions(
-  runtime: CliRuntimeName,
-  cacheDir: string,
-  keep: string,
-  log: (line: string) => void,
-): Promise<void> {
-  for (const name of await readdir(cacheDir)) {
-    const path = join(cacheDir, name);
-    if (!name.startsWith(`${runtime}-`) || path === keep) continue;
-    await rm(path, { recursive: true, force: true });
-    log(`removed ${name} from the CLI cache: the pin is now ${CLI_RUNTIMES[runtime].version}`);
-  }
+  const dir = await fetchPinned(cliPin(runtime), cacheDir, log, {
+    linuxX64: true,
+    // Run from where the image will have it.
+    check: (installed) => {
+      const files = cliFiles(runtime, installed);
+      const toHost = (imagePath: string) => {
+        const entry = files.entries.find((e) => e.path === imagePath);
+        return entry?.kind === "file" ? entry.hostPath : imagePath;
+      };
+      return versionOnHost(cliSpec(runtime), cli.command.map(toHost), cli.version, installed);
+    },
+  });
+  return cliFiles(runtime, dir);
 }
 
 /** The entries of the runtime's layout in `dir`; throws when the package is not laid out as expected. */
@@ -174,57 +142,4 @@ export function programPath(cli: CliRuntime): string {
   const program = first === "node" ? second : first;
   if (program === undefined) throw new DockerImageError("cli_layout", "an agent command is empty");
   return program;
-}
-
-async function npmInstall(spec: string, dir: string): Promise<void> {
-  // --ignore-scripts: nothing from the package runs here; its platform binary comes as an
-  // optional dependency, which npm picks for this os and cpu without any script.
-  const args = ["install", "--ignore-scripts", "--no-save", "--no-audit", "--no-fund", "--prefix", dir, spec];
-  try {
-    await promisify(execFile)("npm", args, { maxBuffer: 16 * 1024 * 1024 });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr ?? String(error);
-    const tail = stderr.trim().split("\n").slice(-10).join("\n");
-    throw new DockerImageError("cli_fetch_failed", `npm install ${spec} failed:\n${tail}`);
-  }
-}
-
-/** Runs the CLI's `--version` on this machine from where the image will have it; returns its first line. */
-async function versionOnHost(
-  runtime: CliRuntimeName,
-  cli: CliRuntime,
-  files: AgentCliFiles,
-  dir: string,
-): Promise<string> {
-  const toHost = (imagePath: string) => {
-    const entry = files.entries.find((e) => e.path === imagePath);
-    return entry?.kind === "file" ? entry.hostPath : imagePath;
-  };
-  const [command, ...args] = cli.command.map(toHost);
-  const home = join(dir, ".home");
-  await mkdir(home, { recursive: true });
-  let stdout: string;
-  try {
-    ({ stdout } = await promisify(execFile)(
-      command === "node" ? process.execPath : (command ?? ""),
-      [...args, "--version"],
-      // Its own HOME: a CLI may write its settings on first start.
-      { env: { ...process.env, HOME: home }, timeout: 60_000 },
-    ));
-  } catch (error) {
-    throw new DockerImageError(
-      "cli_fetch_failed",
-      `${cliSpec(runtime)} does not run on this machine: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  } finally {
-    await rm(home, { recursive: true, force: true });
-  }
-  const line = stdout.trim().split("\n")[0] ?? "";
-  if (!line.includes(cli.version)) {
-    throw new DockerImageError(
-      "cli_fetch_failed",
-      `${cliSpec(runtime)} --version printed "${line}", not its version`,
-    );
-  }
-  return line;
 }

@@ -16,13 +16,7 @@ import {
   CLI_RUNTIMES,
 } from "../../../protocol/agent-runtimes.js";
 import { dockerStatusCode } from "../runtime/errors.js";
-import {
-  AGENT_CLI_CACHE,
-  type AgentCliFiles,
-  type CliRuntimeName,
-  cliLayoutKey,
-  fetchAgentCli,
-} from "./agent-cli.js";
+import { type AgentCliFiles, type CliRuntimeName, cliLayoutKey, fetchAgentCli } from "./agent-cli.js";
 import { hostFile, packStream, packTree, type TreeEntry, treeSize } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
 import {
@@ -33,6 +27,7 @@ import {
   ensureNodeBaseImage,
   ensureRunnerImage,
 } from "./images.js";
+import { PACKAGE_CACHE } from "./package-cache.js";
 import { planNodeRootfs, sharedLibraries } from "./rootfs.js";
 
 /** Bump when what goes into an agent CLI image changes in a way the layout key does not show. */
@@ -55,14 +50,14 @@ export async function ensureAgentImages(
   bundles: DroidBundles,
   runtimes: readonly AgentRuntime[],
   log: (line: string) => void,
-  cliCache: string = AGENT_CLI_CACHE,
+  cliCache: string = PACKAGE_CACHE,
 ): Promise<Partial<Record<AgentRuntime, string>>> {
   const tags: Partial<Record<AgentRuntime, string>> = {};
   for (const runtime of runtimes) {
     const startedAt = Date.now();
     tags[runtime] =
       runtime === "scripted"
-        ? await ensureDroidImage(docker, bundles, log)
+        ? await ensureDroidImage(docker, bundles, log, cliCache)
         : await ensureAgentImage(docker, bundles, runtime, log, cliCache);
     log(`${runtime}: ${tags[runtime]} ready after ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   }
@@ -75,7 +70,7 @@ export async function ensureAgentImage(
   bundles: DroidBundles,
   runtime: CliRuntimeName,
   log: (line: string) => void,
-  cliCache: string = AGENT_CLI_CACHE,
+  cliCache: string = PACKAGE_CACHE,
 ): Promise<string> {
   const base = await ensureAgentCliImage(docker, runtime, log, cliCache);
   const tag = await ensureRunnerImage(
@@ -100,9 +95,9 @@ export async function ensureAgentCliImage(
   docker: Dockerode,
   runtime: CliRuntimeName,
   log: (line: string) => void,
-  cliCache: string = AGENT_CLI_CACHE,
+  cliCache: string = PACKAGE_CACHE,
 ): Promise<string> {
-  const base = await ensureNodeBaseImage(docker, log);
+  const base = await ensureNodeBaseImage(docker, log, cliCache);
   await checkNeeds(runtime);
   const baseId = (await docker.getImage(base).inspect()).Id;
   const contentHash = createHash("sha256")

@@ -25,9 +25,12 @@ export type DockerImageErrorCode =
   | "base_image_failed"
   | "build_failed"
   | "bundle_missing"
-  /** npm could not install an agent CLI, or what it installed does not run here. */
+  /**
+   * npm could not install a pinned package (an agent CLI, the base's npm or corepack), or what it
+   * installed does not run here.
+   */
   | "cli_fetch_failed"
-  /** An agent CLI package is not laid out as CLI_LAYOUTS says. */
+  /** A pinned package is not laid out as CLI_LAYOUTS (or the toolchain's `bin`) says. */
   | "cli_layout";
 
 /** Building or importing one of our images failed; the message carries the engine's own error. */

@@ -12,6 +12,7 @@ import tar from "tar-stream";
 import { HOST_AGENT_NODE_FLAGS, HOST_AGENT_PROCESS_ENV } from "../node-flags.js";
 import { DockerImageError } from "./errors.js";
 import { ensureImage, ensureNodeBaseImage } from "./images.js";
+import { PACKAGE_CACHE } from "./package-cache.js";
 
 export const HOST_AGENT_REPO = "oubliette/host-agent";
 
@@ -43,6 +44,7 @@ export async function ensureHostAgentImage(
   artefact: string,
   version: string,
   log: (line: string) => void,
+  cacheDir: string = PACKAGE_CACHE,
 ): Promise<string> {
   let file: Buffer;
   try {
@@ -53,7 +55,7 @@ export async function ensureHostAgentImage(
       `cannot read the host-agent file ${artefact}: ${(error as Error).message}`,
     );
   }
-  const base = await ensureNodeBaseImage(docker, log);
+  const base = await ensureNodeBaseImage(docker, log, cacheDir);
   const dockerfile = hostDockerfile(base);
   const baseId = (await docker.getImage(base).inspect()).Id;
   const contentHash = createHash("sha256").update(`${baseId}\0${dockerfile}\0`).update(file).digest("hex");

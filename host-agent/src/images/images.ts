@@ -1,7 +1,8 @@
 /**
  * The local images droids run in, made without any registry:
  * - `oubliette/node-base:<node version>-<hash>`: this machine's Node binary and its libraries,
- *   imported from a tarball (see rootfs.ts);
+ *   tools, and the pinned npm and corepack (node-toolchain.ts), imported from a tarball (see
+ *   rootfs.ts);
  * - `oubliette/droid:dev`: FROM that base, with the container-client and scripted-droid bundles;
  *   the agent images (agent-images.ts) are the same runner image FROM an agent CLI image.
  * Each is skipped when an image with the same content hash exists, so warm runs cost a few inspects.
@@ -11,8 +12,10 @@ import { existsSync, readFileSync } from "node:fs";
 import type Dockerode from "dockerode";
 import tar from "tar-stream";
 import { isDockerNotFound } from "../runtime/errors.js";
-import { asNodeStream } from "./build-context.js";
+import { asNodeStream, treeSize } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
+import { fetchNodeToolchain } from "./node-toolchain.js";
+import { PACKAGE_CACHE } from "./package-cache.js";
 import { readProgress } from "./progress.js";
 import { DROID_HOME, DROID_UID, packNodeRootfs, planNodeRootfs } from "./rootfs.js";
 
@@ -32,20 +35,29 @@ export interface DroidBundles {
   scriptedDroid: string;
 }
 
-/** Imports the node base image unless it already exists; returns its tag. */
-export async function ensureNodeBaseImage(docker: Dockerode, log: (line: string) => void): Promise<string> {
+/**
+ * Imports the node base image unless it already exists, fetching its npm and corepack into
+ * `cacheDir` (the package cache) only then; returns its tag.
+ */
+export async function ensureNodeBaseImage(
+  docker: Dockerode,
+  log: (line: string) => void,
+  cacheDir: string = PACKAGE_CACHE,
+): Promise<string> {
   const rootfs = await planNodeRootfs();
   const ref = `${NODE_BASE_REPO}:${rootfs.tag}`;
   if (await imageExists(docker, ref)) {
     log(`base image ${ref} present`);
     return ref;
   }
-  const megabytes = rootfs.files.reduce((sum, file) => sum + file.size, 0) / 1024 / 1024;
+  const toolchain = await fetchNodeToolchain(log, cacheDir, rootfs.toolchain);
+  const count = rootfs.files.length + toolchain.length;
+  const megabytes = (treeSize(rootfs.files) + treeSize(toolchain)) / 1024 / 1024;
   log(
-    `importing base image ${ref} (node, sh and tools: ${rootfs.files.length} files, ${megabytes.toFixed(0)} MB)`,
+    `importing base image ${ref} (node, npm, corepack, sh and tools: ${count} entries, ${megabytes.toFixed(0)} MB)`,
   );
   const startedAt = Date.now();
-  const stream = await docker.importImage(asNodeStream(packNodeRootfs(rootfs)), {
+  const stream = await docker.importImage(asNodeStream(packNodeRootfs(rootfs, toolchain)), {
     repo: NODE_BASE_REPO,
     tag: rootfs.tag,
     changes: [`ENV PATH=${IMAGE_PATH}`, "LABEL oubliette.image=node-base"],
@@ -69,8 +81,9 @@ export async function ensureDroidImage(
   docker: Dockerode,
   bundles: DroidBundles,
   log: (line: string) => void,
+  cacheDir: string = PACKAGE_CACHE,
 ): Promise<string> {
-  const base = await ensureNodeBaseImage(docker, log);
+  const base = await ensureNodeBaseImage(docker, log, cacheDir);
   return ensureRunnerImage(docker, { repo: DROID_REPO, tag: DROID_TAG, kind: "droid", base }, bundles, log);
 }
 

@@ -1,7 +1,8 @@
 /**
  * The node base image's root filesystem, made from this machine's own Node binary: no registry
  * is reachable here, so the image is `node` plus exactly the shared libraries `ldd` says it
- * loads, a non-root user and the directories a process expects.
+ * loads, the npm, npx and corepack that go with it (node-toolchain.ts), a non-root user and the
+ * directories a process expects.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -10,9 +11,10 @@ import { promisify } from "node:util";
 import type tar from "tar-stream";
 import { EPOCH, hostFile, packStream, packTree, parentDirs, type TreeEntry } from "./build-context.js";
 import { DockerImageError } from "./errors.js";
+import { NODE_TOOLCHAIN, type NodeToolchain, toolchainKey } from "./node-toolchain.js";
 
 /** Bump when the layout below changes, so existing base images are not reused. */
-const LAYOUT_VERSION = 1;
+const LAYOUT_VERSION = 2;
 export const DROID_UID = 1000;
 export const DROID_HOME = "/home/droid";
 
@@ -22,7 +24,9 @@ const GROUP = `root:x:0:\ndroid:x:${DROID_UID}:\n`;
 export interface NodeRootfs {
   /** Host files and where they go in the image. */
   files: (TreeEntry & { kind: "file" })[];
-  /** Deterministic id of this rootfs: Node version + hash of the file list and layout. */
+  /** The npm and corepack pins: fetched only when the image is imported (fetchNodeToolchain). */
+  toolchain: NodeToolchain;
+  /** Deterministic id of this rootfs: Node version + hash of the file list, the pins and the layout. */
   tag: string;
 }
 
@@ -31,7 +35,8 @@ const SHELL = "/usr/bin/dash";
 
 /**
  * The command-line tools an agent's shell expects (coreutils, findutils, grep, sed, awk, diff,
- * tar, gzip, git...), copied from this machine under the same names in /usr/bin when it has them.
+ * tar, gzip, git, make, curl...), copied from this machine under the same names in /usr/bin when it
+ * has them (`env` also runs the npm and corepack scripts: `#!/usr/bin/env node`).
  * git's built-in commands work (status, diff, add, commit, log, init, branch...); its helpers in
  * git-core (remotes, `add -i`) are not there, and no network is either. bash and ps are what
  * Factory Droid's shell tool runs every command under (see CLI_RUNTIMES' `needs`); Claude Code,
@@ -41,6 +46,8 @@ const TOOLS = [
   "basename cat chmod cmp cp cut date diff dirname du env expr find git grep gzip head id ln ls",
   "md5sum mkdir mktemp mv nproc readlink realpath rm rmdir sed seq sha256sum sleep sort stat tail",
   "tar tee touch tr uname uniq wc which xargs awk bash ps",
+  // For builds an agent runs (a package's Makefile, a script's download through a proxy).
+  "make curl",
   // `container exec` becomes its own user (and every workspace's group) through setpriv.
   "setpriv",
 ]
@@ -60,11 +67,12 @@ function hostTool(name: string): string | null {
 }
 
 /**
- * Lists the files of the base image: `process.execPath` as /usr/local/bin/node, a POSIX shell as
- * /bin/sh (so `container exec` of a command line, and agents' shell tools, have one), the common
- * command-line tools this machine has (TOOLS), and the libraries of all of them.
+ * Lists the host files of the base image: `process.execPath` as /usr/local/bin/node, a POSIX
+ * shell as /bin/sh (so `container exec` of a command line, and agents' shell tools, have one), the
+ * common command-line tools this machine has (TOOLS), and the libraries of all of them. The
+ * toolchain's pins count in the tag; its files are fetched only for an import.
  */
-export async function planNodeRootfs(): Promise<NodeRootfs> {
+export async function planNodeRootfs(toolchain: NodeToolchain = NODE_TOOLCHAIN): Promise<NodeRootfs> {
   const node = realpathSync(process.execPath);
   const binaries: [string, string][] = [["/usr/local/bin/node", node]];
   if (existsSync(SHELL)) binaries.push(["/bin/sh", realpathSync(SHELL)]);
@@ -87,19 +95,25 @@ export async function planNodeRootfs(): Promise<NodeRootfs> {
   }
   for (const lib of libraries) files.push(hostFile(lib, lib));
 
-  const hash = createHash("sha256").update(`layout ${LAYOUT_VERSION}\n${PASSWD}${GROUP}`);
+  const hash = createHash("sha256").update(
+    `layout ${LAYOUT_VERSION}\n${PASSWD}${GROUP}${toolchainKey(toolchain)}\n`,
+  );
   for (const file of files) {
     const { mtimeMs } = statSync(file.hostPath);
     hash.update(`${file.path}\0${file.hostPath}\0${file.size}\0${mtimeMs}\n`);
   }
-  return { files, tag: `${process.versions.node}-${hash.digest("hex").slice(0, 12)}` };
+  return { files, toolchain, tag: `${process.versions.node}-${hash.digest("hex").slice(0, 12)}` };
 }
 
-/** Streams the rootfs as an uncompressed tar archive (what `docker import` takes). */
-export function packNodeRootfs(rootfs: NodeRootfs): tar.Pack {
+/**
+ * Streams the rootfs as an uncompressed tar archive (what `docker import` takes), with the
+ * toolchain's entries (fetchNodeToolchain), one file at a time.
+ */
+export function packNodeRootfs(rootfs: NodeRootfs, toolchain: readonly TreeEntry[]): tar.Pack {
+  const entries = [...rootfs.files, ...toolchain];
   return packStream(async (pack) => {
     const fixed = ["/etc", "/home", "/root", "/tmp", "/usr/local/bin"];
-    const dirs = [...new Set([...fixed, ...parentDirs(rootfs.files.map((file) => file.path))])].sort();
+    const dirs = [...new Set([...fixed, ...parentDirs(entries.map((entry) => entry.path))])].sort();
     for (const dir of dirs) {
       const mode = dir === "/tmp" ? 0o1777 : dir === "/root" ? 0o700 : 0o755;
       pack.entry({ name: dir.slice(1), type: "directory", mode, uid: 0, gid: 0, mtime: EPOCH });
@@ -114,7 +128,7 @@ export function packNodeRootfs(rootfs: NodeRootfs): tar.Pack {
     });
     pack.entry({ name: "etc/passwd", mode: 0o644, mtime: EPOCH }, PASSWD);
     pack.entry({ name: "etc/group", mode: 0o644, mtime: EPOCH }, GROUP);
-    await packTree(pack, "", rootfs.files, new Set(dirs));
+    await packTree(pack, "", entries, new Set(dirs));
   });
 }
 
