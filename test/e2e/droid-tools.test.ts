@@ -2,7 +2,8 @@
  * Oubliette's tools in a droid's hands, end to end: the Worker under wrangler dev, a Docker
  * host-agent, the scripted droid in its container with the key spawn gave it. It lists exactly
  * what its key's scope allows, calls them, is refused -32002 beyond its scope, and -32001 once its
- * key is revoked, after which its Oubliette tools are gone (a refused key registers none).
+ * key is revoked, after which its Oubliette tools are gone (a refused key registers none). A key
+ * spawn minted works only from inside its session: read out of the container, /mcp refuses it.
  */
 import { describe, expect, it } from "vitest";
 import { dockerStack } from "./docker-stack.js";
@@ -42,6 +43,33 @@ describe("a droid with a key", () => {
     );
     expect(names).not.toContain("oubliette_token");
     expect(names).not.toContain("oubliette_caller_tool_response");
+    // The key the droid holds works only on its own path: the public /mcp refuses it while it runs.
+    const read = await runStep(e2e.caller, sessionId, {
+      op: "exec",
+      argv: ["node", "-e", "process.stdout.write(process.env.OUBLIETTE_API_KEY ?? '')"],
+    });
+    const key = String(read.stdout);
+    expect(key).toMatch(/^oub_[0-9a-f]{64}$/);
+    const outside = await fetch(e2e.stack.mcpUrl, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-11-25",
+          capabilities: {},
+          clientInfo: { name: "e2e", version: "1" },
+        },
+      }),
+    });
+    expect(outside.status).toBe(401);
+    expect(await outside.text()).toContain(`this key was issued to session ${sessionId}`);
     const listed = await runStep(e2e.caller, sessionId, {
       op: "call",
       name: "oubliette_workspace",
