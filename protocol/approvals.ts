@@ -1,6 +1,7 @@
 import picomatch from "picomatch";
 import { z } from "zod";
 import { JsonObjectSchema } from "./json.js";
+import { networkSubject } from "./network.js";
 
 /**
  * Approvals: an agent asks before an action its policy names, and the session's caller (or an
@@ -9,7 +10,7 @@ import { JsonObjectSchema } from "./json.js";
  */
 
 /** What an agent asks permission for. */
-export const ApprovalKindSchema = z.enum(["shell", "edit", "read", "mcp_tool"]);
+export const ApprovalKindSchema = z.enum(["shell", "edit", "read", "mcp_tool", "network"]);
 export type ApprovalKind = z.infer<typeof ApprovalKindSchema>;
 
 /** What a rule (or a session's own policy) does with a request. */
@@ -21,13 +22,21 @@ export type ApprovalAction = z.infer<typeof ApprovalActionSchema>;
  * of the kind when absent) get `action`. The subject is the command line for `shell` (`*`
  * matches anything there, spaces and slashes included), the file's path for `edit` and `read`
  * (`*` within a directory, `**` across them), the tool's name as the agent sees it for
- * `mcp_tool` (caller tools as `{caller_id}_{tool}`, Oubliette's as `oubliette_*`).
+ * `mcp_tool` (caller tools as `{caller_id}_{tool}`, Oubliette's as `oubliette_*`), `host:port`
+ * for `network` (a connection the project's network policy does not allow: a rule that asks puts
+ * it to a person; one that allows cannot open the network, which only the network policy does).
  */
-export const ApprovalRuleSchema = z.strictObject({
-  kind: ApprovalKindSchema,
-  match: z.string().min(1).max(1024).optional(),
-  action: ApprovalActionSchema,
-});
+export const ApprovalRuleSchema = z
+  .strictObject({
+    kind: ApprovalKindSchema,
+    match: z.string().min(1).max(1024).optional(),
+    action: ApprovalActionSchema,
+  })
+  .refine((rule) => !(rule.kind === "network" && rule.action === "allow"), {
+    message:
+      "a network rule asks or denies: hosts are opened by the project's network policy (network.allow), not by an approval rule",
+    path: ["action"],
+  });
 export type ApprovalRule = z.infer<typeof ApprovalRuleSchema>;
 
 export const MAX_APPROVAL_RULES = 64;
@@ -70,11 +79,21 @@ export const ApprovalRequestSchema = z
     diff: Text(65_536).optional(),
     tool: Text(256).optional(),
     arguments: JsonObjectSchema.optional(),
+    /** `network`: the host (name or address), its port, and the method when the gate saw one. */
+    host: Text(300).optional(),
+    port: z.number().int().min(1).max(65_535).optional(),
+    method: Text(32).optional(),
     cwd: Text(4096).optional(),
     summary: Text(512),
   })
   .superRefine((request, ctx) => {
-    const needs = { shell: "command", edit: "path", read: "path", mcp_tool: "tool" } as const;
+    const needs = {
+      shell: "command",
+      edit: "path",
+      read: "path",
+      mcp_tool: "tool",
+      network: "host",
+    } as const;
     const field = needs[request.kind];
     if (request[field] === undefined)
       ctx.addIssue({
@@ -111,16 +130,23 @@ export const ApprovalDeciderSchema = z.enum([
 /** The decision the agent gets (its runner turns it into the CLI's own answer). */
 export const ApprovalDecisionSchema = z.object({
   decision: z.enum(["allow", "deny"]),
-  /** For an allow: this request only, or this kind and pattern for the rest of the session. */
-  scope: z.enum(["once", "session"]).default("once"),
+  /**
+   * For an allow: this request only, this kind and pattern for the rest of the session, or (a
+   * `network` request only) the host added to the project's network allowlist.
+   */
+  scope: z.enum(["once", "session", "project"]).default("once"),
   /** For a deny: what the agent is told. */
   message: Text(2048).optional(),
   by: ApprovalDeciderSchema,
 });
 export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
 
-/** A caller's answer (`approval_response`): allow once, allow for the session, or deny with a message. */
-export const ApprovalAnswerSchema = z.enum(["allow", "allow_session", "deny"]);
+/**
+ * A caller's answer (`approval_response`): allow once, allow for the session, allow for the
+ * project (a `network` request only: its host joins the project's network allowlist), or deny
+ * with a message.
+ */
+export const ApprovalAnswerSchema = z.enum(["allow", "allow_session", "allow_project", "deny"]);
 export type ApprovalAnswer = z.infer<typeof ApprovalAnswerSchema>;
 
 /** What a request is matched on: its command, its path or its tool. */
@@ -133,13 +159,15 @@ export function approvalSubject(request: ApprovalRequest): string {
       return request.path ?? "";
     case "mcp_tool":
       return request.tool ?? "";
+    case "network":
+      return networkSubject(request.host ?? "", request.port ?? 0);
   }
 }
 
 /** Whether `pattern` matches a subject of `kind` (see ApprovalRuleSchema). */
 export function approvalMatches(kind: ApprovalKind, pattern: string, subject: string): boolean {
-  // A command is not a path: `*` must match across its spaces and slashes.
-  return picomatch.isMatch(subject, pattern, { dot: true, bash: kind === "shell" || kind === "mcp_tool" });
+  // A command is not a path: `*` must match across its spaces and slashes (a host has neither).
+  return picomatch.isMatch(subject, pattern, { dot: true, bash: kind !== "edit" && kind !== "read" });
 }
 
 /** What one policy says of a request, and the rule that said it (null: the mode or the default). */

@@ -5,7 +5,8 @@
  *
  * The socket directory (`/mcp` in a container) holds one directory per peer, each reachable only
  * by its owner, so the kernel decides who may even connect:
- * - `runner/relay.sock` and `runner/model.sock`: the runner (uid 0 in the container) only;
+ * - `runner/relay.sock`, `runner/model.sock` and `runner/egress.sock`: the runner (uid 0 in the
+ *   container) only;
  * - `sessions/<session_id>/relay.sock`: that session's uid only (its agent and container-client).
  */
 export const ContainerPaths = {
@@ -25,6 +26,7 @@ function join(...parts: string[]): string {
 const SESSIONS_DIR = "sessions";
 const RELAY_SOCKET = "relay.sock";
 const MODEL_SOCKET = "model.sock";
+const EGRESS_SOCKET = "egress.sock";
 
 /** The runner's directory in a socket directory (host or container path alike). */
 export function runnerSocketDir(socketDir: string): string {
@@ -39,6 +41,11 @@ export function runnerSocketPath(socketDir: string): string {
 /** The host's model proxy, beside the runner's socket: only the runner's forwarder connects. */
 export function modelSocketPath(socketDir: string): string {
   return join(socketDir, RUNNER_DIR, MODEL_SOCKET);
+}
+
+/** The host's egress gate, beside the runner's socket: only the runner's proxy connects. */
+export function egressSocketPath(socketDir: string): string {
+  return join(socketDir, RUNNER_DIR, EGRESS_SOCKET);
 }
 
 /** The directory holding the sessions' own directories. */
@@ -58,6 +65,8 @@ export function sessionSocketPath(socketDir: string, sessionId: string): string 
 
 /** The model socket's name (beside the runner's relay socket). */
 export const MODEL_SOCKET_NAME = MODEL_SOCKET;
+/** The egress socket's name (beside the runner's relay socket). */
+export const EGRESS_SOCKET_NAME = EGRESS_SOCKET;
 
 /**
  * Identities in a project container (Docker). The kernel keeps processes of different uids from

@@ -8,6 +8,7 @@ import { ApprovalDeciderSchema, ApprovalKindSchema } from "./approvals.js";
 import { CallerToolListSchema } from "./caller-tools.js";
 import { isJobEventType, JobEventBodySchemas } from "./job-events.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
+import { NetworkBlockedSchema } from "./network-activity.js";
 import { UsageTotalsSchema } from "./usage.js";
 
 /**
@@ -93,18 +94,25 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     diff: z.string().optional(),
     tool: z.string().optional(),
     arguments: JsonObjectSchema.optional(),
+    /** `network`: the host, its port, and the method when the gate saw one. */
+    host: z.string().optional(),
+    port: z.number().int().optional(),
+    method: z.string().optional(),
     cwd: z.string().optional(),
     summary: z.string(),
     deadline: z.string(),
   }),
-  /** An approval request was allowed: once, or for its kind and pattern for the rest of the session. */
+  /**
+   * An approval request was allowed: once, for its kind and pattern for the rest of the session,
+   * or (a `network` request) for the project, whose network allowlist now holds the host.
+   */
   z.object({
     ...base,
     type: z.literal("approval_granted"),
     request_id: z.string(),
     kind: ApprovalKindSchema,
     summary: z.string(),
-    scope: z.enum(["once", "session"]),
+    scope: z.enum(["once", "session", "project"]),
     by: ApprovalDeciderSchema,
     /** The token (or OAuth grant's token) that answered, when a person did. */
     answered_by: z.string().optional(),
@@ -171,6 +179,11 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
     workspace: z.enum(["empty", "from_remote"]),
     message: z.string(),
   }),
+  /**
+   * The host's egress gate refused a connection of the session's agent (or of a command it
+   * ran): where it went, how, and why — the rule or reason that refused it. An audit entry too.
+   */
+  NetworkBlockedSchema.extend({ ...base, type: z.literal("network_blocked") }),
   /** A job this session's droid started, or one acting on this session (see job-events.ts). */
   ...JobEventBodySchemas.map((schema) => schema.extend(base)),
 ]);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentRuntimeSchema } from "./agent-runtimes.js";
+import { NetworkPolicySchema } from "./network.js";
 
 /** An environment variable name the product accepts from users: UPPER_SNAKE. */
 export const EnvNameSchema = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "environment names are UPPER_SNAKE");
@@ -33,5 +34,9 @@ export const ProjectSpecSchema = z.object({
   env: EnvSchema.optional(),
   limits: ProjectLimitsSchema.default({}),
   workspace_isolation: z.boolean().default(false),
+  /** What the project's agents and commands may reach through the host's gate (absent: off). */
+  network: NetworkPolicySchema.optional(),
+  /** What its setup commands may reach (absent: the package registries). */
+  setup_network: NetworkPolicySchema.optional(),
 });
 export type ProjectSpec = z.infer<typeof ProjectSpecSchema>;

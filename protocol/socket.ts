@@ -79,9 +79,13 @@ const MAX_ID = 65_533;
 /** One agent as the runner reports it in `hello`: enough for a restarted host-agent to re-adopt its session. */
 export const RunnerAgentSchema = AgentStateSchema.extend({
   session_id: SessionIdSchema,
+  /** The runtime the agent is (a restarted host-agent names it when it asks for the session). */
+  runtime: AgentRuntimeSchema.optional(),
   session_token: SecretSchema,
   /** The agent's placeholder model credential, so a restarted host-agent meters the session again. */
   model_token: z.string().max(256).optional(),
+  /** The agent's proxy credential, so a restarted host-agent's gate knows it again. */
+  proxy_token: z.string().max(256).optional(),
   /** The uid and gid the agent runs as, so a restarted host-agent serves its socket to them. */
   uid: z.number().int().min(0).max(MAX_ID).optional(),
   gid: z.number().int().min(0).max(MAX_ID).optional(),
@@ -103,6 +107,13 @@ export const HelloParamsSchema = z
     client: z.object({ name: z.string().max(128), version: z.string().max(64) }).optional(),
     /** The runner's agents, reported on every (re)connect. */
     agents: z.array(RunnerAgentSchema).max(MAX_AGENTS_PER_RUNNER).optional(),
+    /** The runner's loopback ports in the container: its egress proxy and its model forwarder. */
+    ports: z
+      .object({
+        egress: z.number().int().min(1).max(65_535).optional(),
+        model: z.number().int().min(1).max(65_535).optional(),
+      })
+      .optional(),
   })
   .refine((p) => (p.role === "runner" ? p.runner_token !== undefined : p.session_token !== undefined), {
     message: "a client hello needs session_token, a runner hello runner_token",
@@ -156,6 +167,8 @@ export const AgentLaunchSpecSchema = z.object({
   runtime: AgentRuntimeSchema,
   model: z.string().min(1).max(256).optional(),
   model_token: z.string().min(16).max(256).optional(),
+  /** The credential in the agent's proxy URL (the host's gate knows the session by its uid; this must agree). */
+  proxy_token: z.string().min(16).max(256).optional(),
   /**
    * `auto`: the agent acts unasked (its CLI's fully automatic mode). `ask`: it runs in the mode
    * where its own permission system asks, and the runner puts every question to the session

@@ -5,8 +5,10 @@
  */
 import { z } from "zod";
 import { ProjectIdSchema, WorkspaceIdSchema } from "./ids.js";
+import { NetworkPolicySchema } from "./network.js";
+import { NetworkBlockedSchema } from "./network-activity.js";
 import { ProjectSpecSchema } from "./project.js";
-import { defineRequest, EmptyResultSchema } from "./rpc/method.js";
+import { defineNotification, defineRequest, EmptyResultSchema } from "./rpc/method.js";
 
 /** `project_ensure`: start the project's container unless it runs. */
 export const ProjectEnsureParamsSchema = z.object({ project_id: ProjectIdSchema, spec: ProjectSpecSchema });
@@ -155,6 +157,23 @@ export type ContainerLogsParams = z.infer<typeof ContainerLogsParamsSchema>;
 export const ContainerLogsResultSchema = z.object({ lines: z.array(z.string()), truncated: z.boolean() });
 export type ContainerLogsResult = z.infer<typeof ContainerLogsResultSchema>;
 
+/** `project_network` (registry → host): the project's network policies changed (its running container's gate applies them now). */
+export const ProjectNetworkParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  network: NetworkPolicySchema,
+  setup_network: NetworkPolicySchema,
+});
+
+/**
+ * `project_network_blocked` (host → registry, notification): the gate refused a connection of a
+ * user's command (`exec`) or of the project's setup (`setup`); it becomes an audit entry.
+ */
+export const ProjectNetworkBlockedParamsSchema = NetworkBlockedSchema.extend({
+  project_id: ProjectIdSchema,
+  who: z.enum(["exec", "setup"]),
+});
+export type ProjectNetworkBlockedParams = z.infer<typeof ProjectNetworkBlockedParamsSchema>;
+
 /** One project container a host has, as `host_hello` reports it. */
 export const HostProjectSchema = z.object({ project_id: ProjectIdSchema, running: z.boolean() });
 export type HostProject = z.infer<typeof HostProjectSchema>;
@@ -197,5 +216,12 @@ export const ProjectMethods = {
   containerLogs: defineRequest("container_logs", {
     params: ContainerLogsParamsSchema,
     result: ContainerLogsResultSchema,
+  }),
+  projectNetwork: defineRequest("project_network", {
+    params: ProjectNetworkParamsSchema,
+    result: EmptyResultSchema,
+  }),
+  projectNetworkBlocked: defineNotification("project_network_blocked", {
+    params: ProjectNetworkBlockedParamsSchema,
   }),
 } as const;

@@ -6,6 +6,8 @@ import { CallerToolsConfigSchema, CallIdSchema } from "./caller-tools.js";
 import { ProjectIdSchema, SessionIdSchema, WorkspaceIdSchema } from "./ids.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { Limits } from "./limits.js";
+import { NetworkPolicySchema } from "./network.js";
+import { NetworkBlockedSchema, NetworkUsageSchema } from "./network-activity.js";
 import {
   OublietteCallParamsSchema,
   OublietteCallResultSchema,
@@ -70,6 +72,9 @@ export type TunnelFailure = z.infer<typeof TunnelFailureSchema>;
 export const RuntimeKindSchema = z.enum(["docker", "process"]);
 export type RuntimeKind = z.infer<typeof RuntimeKindSchema>;
 
+/** Most network policies of its own a session carries (its ancestors' and its own). */
+export const MAX_SESSION_POLICIES = 8;
+
 /** What a session adds to its project: environment for its agent. (`image` is the project's now; see session_start.) */
 export const SessionSpecSchema = z.object({
   image: z.string().max(256).optional(),
@@ -84,6 +89,11 @@ export const SessionSpecSchema = z.object({
       approvals: z.enum(["auto", "ask"]).optional(),
     })
     .optional(),
+  /**
+   * The session's own network policies (its parent session's, its spawn's), applied with its
+   * project's: every one must allow a connection, so a session is never looser than its project.
+   */
+  network: z.array(NetworkPolicySchema).max(MAX_SESSION_POLICIES).optional(),
 });
 export type SessionSpec = z.infer<typeof SessionSpecSchema>;
 
@@ -136,6 +146,16 @@ export const SessionStopParamsSchema = z.object({
 
 // ---------------------------------------------------------------- session channel
 
+/**
+ * A session's network, as its object knows it (`session_hello`'s answer): its own policy (the
+ * project's comes with the project's spec) and whether a host not listed is put to a person.
+ */
+export const SessionNetworkSchema = z.object({
+  session: z.array(NetworkPolicySchema).max(MAX_SESSION_POLICIES),
+  approvals: z.enum(["auto", "ask"]),
+});
+export type SessionNetwork = z.infer<typeof SessionNetworkSchema>;
+
 /** `session_hello` (host → session): the first request after every (re)connect. */
 export const SessionHelloParamsSchema = z.object({
   v: z.number().int(),
@@ -149,6 +169,8 @@ export const SessionHelloResultSchema = z.object({
   /** The usage stored so far and the session's budget, so a restarted host-agent meters on from them. */
   usage: UsageTotalsSchema.optional(),
   max_cost_usd: z.number().nonnegative().optional(),
+  /** The session's network, so a restarted host-agent's gate knows it again. */
+  network: SessionNetworkSchema.optional(),
 });
 
 /**
@@ -219,6 +241,18 @@ export const SessionUsageParamsSchema = UsageTotalsSchema.extend({
 });
 export type SessionUsageParams = z.infer<typeof SessionUsageParamsSchema>;
 
+/**
+ * `network_blocked` (host → session): the host's gate refused a connection of the session's
+ * agent. Re-sent under its `blocked_id` after every reconnect until acknowledged; the session
+ * object records each id once (an event and an audit entry).
+ */
+export const NetworkBlockedParamsSchema = NetworkBlockedSchema.extend({
+  blocked_id: z.string().regex(/^nb_[A-Za-z0-9_-]{8,64}$/),
+});
+
+/** `network_usage` (host → session, notification): the hosts the session reached, as totals. */
+export const NetworkUsageParamsSchema = NetworkUsageSchema;
+
 /** `caller_tools_config` (session → host, notification): on every re-declaration (the hello result carries the first). */
 export const TunnelCallerToolsConfigSchema = CallerToolsConfigSchema;
 
@@ -261,6 +295,11 @@ export const TunnelMethods = {
   droidInterrupt: defineNotification("droid_interrupt", { params: DroidInterruptParamsSchema }),
   sessionUsage: defineNotification("session_usage", { params: SessionUsageParamsSchema }),
   gitPushed: defineRequest("git_pushed", { params: GitPushedParamsSchema, result: EmptyResultSchema }),
+  networkBlocked: defineRequest("network_blocked", {
+    params: NetworkBlockedParamsSchema,
+    result: EmptyResultSchema,
+  }),
+  networkUsage: defineNotification("network_usage", { params: NetworkUsageParamsSchema }),
   oublietteTools: defineRequest("oubliette_tools", {
     params: OublietteToolsParamsSchema,
     result: OublietteToolsResultSchema,

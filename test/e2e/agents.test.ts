@@ -7,7 +7,8 @@
  * the image; a caller's answer that takes 30 s still reaches the model; an interrupt keeps the
  * session; failing side requests (titles, checks) do not end a session. The model only ever sees
  * the host's key; the container holds none; the proxy refuses what is not a model API; a budget
- * stops the model.
+ * stops the model. Each CLI's own shell installs a package with npm from a registry on this
+ * machine, reached by name through the host's egress gate (the project's allowlist names it).
  */
 
 import { type Dirent, readdirSync, readFileSync, statSync } from "node:fs";
@@ -18,6 +19,7 @@ import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import { ContainerPaths, modelSocketPath } from "../../protocol/container-layout.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
+import { FIXTURE, type NpmRegistry, startNpmRegistry } from "../fixtures/npm-registry/index.js";
 import { TestCaller } from "../support/caller.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
@@ -59,6 +61,17 @@ const SHELL_CALLS: Partial<Record<AgentRuntime, { tool: string; arguments: Recor
   gemini: { tool: "run_shell_command", arguments: { command: SHELL_COMMAND } },
 };
 
+/** The same call of each CLI's shell tool, running `command`. */
+function shellCall(runtime: AgentRuntime, command: string) {
+  const call = SHELL_CALLS[runtime];
+  if (!call) return undefined;
+  const key = "cmd" in call.arguments ? "cmd" : "command";
+  return { tool: call.tool, arguments: { ...call.arguments, [key]: command } };
+}
+
+/** The fixture registry's name, which the host's gate maps to this machine's loopback (its test flag). */
+const REGISTRY = "registry.oubliette.test";
+
 const images = inject("agentImages") ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
 const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
@@ -66,14 +79,17 @@ const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
 let stack: TestStack;
 let caller: TestCaller;
 let model: FakeModel;
+let registry: NpmRegistry;
 
 beforeAll(async () => {
   model = await startFakeModel();
+  registry = await startNpmRegistry();
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
     image: inject("droidImage"),
     extraEnv: {
+      OUBLIETTE_EGRESS_TEST_RESOLVE: `${REGISTRY}=127.0.0.1`,
       OUBLIETTE_ANTHROPIC_API_KEY: HOST_KEY,
       OUBLIETTE_ANTHROPIC_BASE_URL: model.url,
       OUBLIETTE_OPENAI_API_KEY: HOST_KEY,
@@ -89,6 +105,7 @@ afterAll(async () => {
   await caller?.close();
   await stack?.stop();
   await model?.close();
+  await registry?.close();
 });
 
 function of(sessionId: string, type: SessionEvent["type"]) {
@@ -145,6 +162,8 @@ async function project(runtime: AgentRuntime, limits: Record<string, unknown> = 
     default_agent: runtime,
     default_model: MODELS[runtime],
     limits,
+    // The fixture registry, and nothing else, through the host's gate.
+    network: { mode: "allowlist", allow: [`${REGISTRY}:${registry.port}`] },
   });
   return created.project_id;
 }
@@ -280,6 +299,52 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
     model.script([{ text: "Still here after the shell." }]);
     expect(await turn("Are you still there after that?")).toMatchObject({ stop_reason: "end_turn" });
     expect(await status(sessionId)).toBe("running");
+  }, 240_000);
+
+  it("installs a package with npm through the host's gate, from the CLI's own shell", async () => {
+    const install = `npm install --no-audit --no-fund --fetch-retries=0 --registry http://${REGISTRY}:${registry.port}/ ${FIXTURE.greeter}`;
+    const call = shellCall(runtime, install);
+    expect(call, `a shell call for ${runtime} (SHELL_CALLS)`).toBeDefined();
+    model.script([{ text: "Installing it.", ...(call as NonNullable<typeof call>) }, { text: "Installed." }]);
+    const before = model.requests.length;
+    const asked = registry.requests.length;
+    expect(await turn("Install the greeter package with npm.", 180_000)).toMatchObject({
+      stop_reason: "end_turn",
+    });
+    // The model was given npm's own account of the install.
+    expect(
+      model
+        .toolResults(before)
+        .map((r) => r.text)
+        .join("\n"),
+    ).toMatch(/added 2 packages/);
+    // The package is in the workspace.
+    const container = await projectContainer(docker(), projectId);
+    const installed = await execAs(container, "0", [
+      "cat",
+      `/workspace/default/node_modules/${FIXTURE.greeter}/package.json`,
+    ]);
+    expect(JSON.parse(installed.out)).toMatchObject({ name: FIXTURE.greeter, version: "2.1.0" });
+    // The registry was asked by its name: the requests came through the host's gate.
+    const through = registry.requests.slice(asked);
+    expect(through.length).toBeGreaterThanOrEqual(4);
+    for (const r of through) expect(r.host).toBe(`${REGISTRY}:${registry.port}`);
+    // And the bytes are counted on the session.
+    await expect
+      .poll(
+        async () => {
+          const info = await caller.ok<{ network: { hosts: { host: string; bytes_in: number }[] } }>(
+            "session",
+            {
+              action: "get",
+              session_id: sessionId,
+            },
+          );
+          return info.network.hosts.find((h) => h.host === REGISTRY)?.bytes_in ?? 0;
+        },
+        { timeout: 15_000 },
+      )
+      .toBeGreaterThan(1_000);
   }, 240_000);
 
   it("waits 30 s for the caller's slow answer, which reaches the model, and the session goes on", async () => {

@@ -99,6 +99,8 @@ describe("method descriptors", () => {
       workspacePush: "workspace_push",
       containerExec: "container_exec",
       containerLogs: "container_logs",
+      projectNetwork: "project_network",
+      projectNetworkBlocked: "project_network_blocked",
       workspaceGit: "workspace_git",
       workspacePullRequest: "workspace_pull_request",
       sessionHello: "session_hello",
@@ -111,6 +113,8 @@ describe("method descriptors", () => {
       droidInterrupt: "droid_interrupt",
       sessionUsage: "session_usage",
       gitPushed: "git_pushed",
+      networkBlocked: "network_blocked",
+      networkUsage: "network_usage",
       oublietteTools: "oubliette_tools",
       oublietteCall: "oubliette_call_tool",
       childMessage: "session_message",
@@ -129,6 +133,8 @@ describe("method descriptors", () => {
         "droid_interrupt",
         "oubliette_tools_changed",
         "session_usage",
+        "network_usage",
+        "project_network_blocked",
       ].sort(),
     );
   });

@@ -54,6 +54,8 @@ describe("the session hello", () => {
         timeout_ms: 42_000,
         backstop_ms: 42_000 + config(env).reconnectBudgetMs,
       },
+      // What the host's gate needs after a restart: the session's own policies, whether it asks.
+      network: { session: [], approvals: "auto" },
     });
   });
 

@@ -73,7 +73,7 @@ export function droidToolRequest(use: DroidToolUse, cwd: string): ApprovalReques
   return unmapped(use.toolUse.name, use.toolUse.input, where);
 }
 
-const RISK: Record<ApprovalRequest["kind"], number> = { shell: 0, edit: 1, read: 2, mcp_tool: 2 };
+const RISK: Record<ApprovalRequest["kind"], number> = { shell: 0, network: 0, edit: 1, read: 2, mcp_tool: 2 };
 
 /**
  * What a whole question asks: the riskiest tool use's request (the first of equal risk), its

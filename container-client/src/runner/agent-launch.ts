@@ -25,6 +25,8 @@ export interface LaunchSettings {
   modelBaseUrl: string | null;
   /** Where agents' homes are made, one directory per session, when the host names none. */
   homeRoot: string;
+  /** The egress proxy's port (null: it could not start; agents then get no proxy settings). */
+  egressPort: number | null;
 }
 
 export interface PreparedLaunch {

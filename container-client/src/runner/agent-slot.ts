@@ -47,6 +47,8 @@ export interface AgentSlotOptions {
   echo(line: string): void;
   /** Where the agent's permission questions go (the runner's, over its socket session). */
   approvals: Pick<ApprovalAsks, "ask" | "end">;
+  /** The agent's proxy credential (reported in `hello`, so a restarted host-agent's gate knows it). */
+  proxyToken?: string | undefined;
   /** Restart policy (tests shorten it); default 3 restarts within 2 minutes, 1 s apart and more. */
   restarts?: { max: number; windowMs: number; delayMs: number };
 }
@@ -123,12 +125,14 @@ export class AgentSlot {
     const status = this.#exit ? "exited" : this.#agent || this.#starting ? "running" : "idle";
     return {
       session_id: this.#o.sessionId,
+      runtime: this.#o.launch.runtime,
       session_token: this.#o.sessionToken,
       status,
       exit_code: this.#exit?.exitCode ?? null,
       signal: this.#exit?.signal ?? null,
       delivered_message_seq: this.#deliveredSeq,
       ...(this.#o.launch.modelToken !== undefined ? { model_token: this.#o.launch.modelToken } : {}),
+      ...(this.#o.proxyToken !== undefined ? { proxy_token: this.#o.proxyToken } : {}),
       ...(this.#o.uid !== undefined ? { uid: this.#o.uid } : {}),
       ...(this.#o.gid !== undefined ? { gid: this.#o.gid } : {}),
     };

@@ -6,9 +6,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
-import { MODEL_SOCKET_NAME } from "../../../protocol/container-layout.js";
+import { EGRESS_SOCKET_NAME, MODEL_SOCKET_NAME } from "../../../protocol/container-layout.js";
 import { parseJson } from "../../../protocol/json.js";
 import { AgentEnv, DEFAULT_SOCKET_PATH, RUNNER_ONLY_ENV } from "../../../protocol/socket.js";
+import { EgressForwarder } from "./egress-forwarder.js";
 import { ModelForwarder } from "./model-forwarder.js";
 import { Runner } from "./runner.js";
 
@@ -44,7 +45,18 @@ export async function runRunner(log: Logger): Promise<void> {
       return null;
     },
   );
-  const runner = new Runner({
+  // Before any agent too: whatever an agent or its command fetches goes through the host's gate.
+  let runner: Runner | null = null;
+  const egress = await EgressForwarder.start({
+    socketPath: join(dirname(socketPath), EGRESS_SOCKET_NAME),
+    runnerToken: token,
+    peerOf: (uid) => runner?.egressPeer(uid) ?? { kind: "unknown", uid },
+    logger: log,
+  }).catch((err: Error) => {
+    log.error({ err: err.message }, "the egress proxy could not start; agents get no network");
+    return null;
+  });
+  runner = new Runner({
     socketPath,
     runnerToken: token,
     launch: {
@@ -53,9 +65,14 @@ export async function runRunner(log: Logger): Promise<void> {
       socketPath,
       modelBaseUrl: forwarder?.baseUrl ?? null,
       homeRoot: join(tmpdir(), "oubliette-agents"),
+      egressPort: egress?.port ?? null,
     },
     agentEnv,
     separateSessions: env[AgentEnv.separateSessions] === "1",
+    ports: () => ({
+      ...(egress ? { egress: egress.port } : {}),
+      ...(forwarder ? { model: Number(new URL(forwarder.baseUrl).port) } : {}),
+    }),
     logger: log,
     // Agents' stderr joins ours, so the container's logs show what each session's agent did.
     echo: (line) => process.stderr.write(`${line}\n`),

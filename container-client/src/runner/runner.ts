@@ -14,7 +14,8 @@
 import type { Logger } from "../../../lib/log.js";
 import type { RpcPeer } from "../../../lib/rpc/peer.js";
 import { type AgentEvent, batchEvents } from "../../../protocol/agent-events.js";
-import { CONTAINER_GIT_ENV } from "../../../protocol/container-layout.js";
+import { CONTAINER_GIT_ENV, Identities } from "../../../protocol/container-layout.js";
+import { type EgressPeer, npmEnvironment, proxyEnvironment } from "../../../protocol/egress.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import { API_KEY_ENV } from "../../../protocol/oubliette-tools.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
@@ -41,6 +42,8 @@ export interface RunnerOptions {
   agentEnv: Record<string, string>;
   /** Every agent must run as a uid of its own (a container): an agent_start without one is refused. */
   separateSessions?: boolean;
+  /** The runner's ports in the container (its egress proxy, its model forwarder), told to the host-agent. */
+  ports?: () => { egress?: number; model?: number };
   logger: Logger;
   /** Writes one line to the runner's own output (an agent's stderr, prefixed with its session). */
   echo?(line: string): void;
@@ -66,6 +69,7 @@ export class Runner {
         role: "runner",
         runner_token: options.runnerToken,
         agents: [...this.#slots.values()].map((slot) => slot.state()),
+        ...(options.ports ? { ports: options.ports() } : {}),
       }),
       serve: (peer) => this.#serve(peer),
       connected: (peer) => {
@@ -81,6 +85,19 @@ export class Runner {
 
   start(): void {
     this.#session.start();
+  }
+
+  /**
+   * Who a uid is, for the egress proxy: a running session's agent (and what it started), the
+   * exec identity, or nobody known. Without separate uids (the process runtime) nobody is known
+   * by uid: the proxy credential alone says who.
+   */
+  egressPeer(uid: number | null): EgressPeer {
+    if (!this.#o.separateSessions || uid === null) return { kind: "unknown", uid };
+    if (uid === Identities.execUid) return { kind: "exec" };
+    for (const slot of this.#slots.values())
+      if (slot.uid === uid && !slot.done) return { kind: "session", session_id: slot.sessionId };
+    return { kind: "unknown", uid };
   }
 
   /** Sessions whose agents the runner keeps (running, or ended with events not yet stored). */
@@ -173,17 +190,24 @@ export class Runner {
       apiKey: params.env?.[API_KEY_ENV],
       agent: AgentLaunchSpecSchema.parse(params.agent ?? { runtime: "scripted" }),
     });
+    const agent = AgentLaunchSpecSchema.parse(params.agent ?? { runtime: "scripted" });
+    const egressPort = this.#o.launch.egressPort;
     const slot = new AgentSlot({
       sessionId: params.session_id,
       sessionToken: params.session_token,
       launch,
       env: {
         ...this.#o.agentEnv,
+        // npm's cache and global prefix in the agent's own home (the image's prefix is read-only).
+        ...npmEnvironment(launch.home, this.#o.agentEnv.PATH ?? "/usr/local/bin:/usr/bin:/bin"),
+        // Every request out goes to the host's gate through the runner's proxy.
+        ...(egressPort !== null ? proxyEnvironment(egressPort, agent.proxy_token ?? null) : {}),
         ...CONTAINER_GIT_ENV,
         ...params.env,
         [AgentEnv.sessionId]: params.session_id,
         [AgentEnv.sessionToken]: params.session_token,
       },
+      proxyToken: agent.proxy_token,
       cwd: params.cwd,
       uid: params.uid,
       gid: params.gid,

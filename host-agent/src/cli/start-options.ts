@@ -104,6 +104,12 @@ export function addStartOptions(command: Command): Command {
     .addOption(
       new Option("--tmp-mb <mib>", "each container's in-memory /tmp (default 64)").env("OUBLIETTE_TMP_MB"),
     )
+    .addOption(
+      new Option(
+        "--egress-test-resolve <name=address,...>",
+        "tests on one machine: names the egress gate resolves to a loopback address and lets through (refused unless --worker-url is on loopback)",
+      ).env("OUBLIETTE_EGRESS_TEST_RESOLVE"),
+    )
     .addOption(new Option("--log-level <level>", "log level").env("OUBLIETTE_LOG_LEVEL"));
 }
 

@@ -9,6 +9,8 @@ import { createLogger } from "../../../lib/log.js";
 import { droidBundles } from "../bundles/droid-bundles.js";
 import type { HostAgentConfig } from "../config.js";
 import { resolveDiskSettings } from "../disk/resolve-disk.js";
+import { defaultAddressPolicy } from "../egress/address-check.js";
+import { EgressGate } from "../egress/egress-gate.js";
 import { GitCredentials } from "../git/git-credentials.js";
 import { configuredProviders, loadModelKeys, type ModelKeys } from "../models/model-keys.js";
 import { ModelProxy } from "../models/model-proxy.js";
@@ -80,6 +82,12 @@ export async function start(settings: HostAgentConfig): Promise<void> {
     "git configured",
   );
   const models = new ModelProxy({ keys: modelKeys, logger });
+  if (config.egressTestResolve.size > 0)
+    logger.warn(
+      { names: [...config.egressTestResolve.keys()] },
+      "test names reach loopback through the egress gate (--egress-test-resolve)",
+    );
+  const egress = new EgressGate({ addresses: defaultAddressPolicy(config.egressTestResolve), logger });
 
   const disk = await resolveDiskSettings(config, runtime.kind, logger);
 
@@ -94,6 +102,7 @@ export async function start(settings: HostAgentConfig): Promise<void> {
     maxSessions: config.maxSessions,
     maxProjects: config.maxProjects,
     models,
+    egress,
     disk,
     timing,
     logger,
@@ -119,6 +128,9 @@ export async function start(settings: HostAgentConfig): Promise<void> {
       void shutdown(1);
     },
   });
+
+  projects.onNetworkBlocked = (projectId, who, event) =>
+    control.networkBlocked({ project_id: projectId, who, ...event });
 
   let stopping = false;
   async function shutdown(code: number): Promise<void> {

@@ -56,6 +56,8 @@ const TOOLS = [
 const TOOL_DIRS = ["/usr/bin", "/bin"];
 /** Tools the product itself runs in the container (the others are for agents' shells). */
 const REQUIRED_TOOLS = ["setpriv"];
+/** Debian's bundle of the public certificate authorities, where curl and git look for it. */
+const CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
 
 /** The host binary behind tool `name` (symlinks and Debian's alternatives resolved), or null. */
 function hostTool(name: string): string | null {
@@ -87,6 +89,9 @@ export async function planNodeRootfs(toolchain: NodeToolchain = NODE_TOOLCHAIN):
     if (host !== null) binaries.push([`/usr/bin/${name}`, host]);
   }
   const files = binaries.map(([path, host]) => hostFile(path, host));
+  // The public CAs, so curl, git and pip verify the hosts they reach through the egress gate
+  // (Node and npm carry their own); copied when this machine has them.
+  if (existsSync(CA_BUNDLE)) files.push(hostFile(CA_BUNDLE, CA_BUNDLE));
   const libraries = new Set<string>();
   for (const [, host] of binaries) {
     // A script (Debian's `which`) runs under /bin/sh and loads no libraries of its own.

@@ -5,12 +5,14 @@
  * the container's logs.
  */
 import { Identities } from "../../../protocol/container-layout.js";
+import { npmEnvironment, proxyEnvironment } from "../../../protocol/egress.js";
 import type {
   ContainerExecParams,
   ContainerExecResult,
   ContainerLogsParams,
   ContainerLogsResult,
 } from "../../../protocol/tunnel-projects.js";
+import type { ProjectNetwork } from "../egress/project-network.js";
 import type { ExecIdentity, StdoutSink, Workload } from "../runtime/types.js";
 import { HostError } from "./errors.js";
 import type { ProjectSessions } from "./project-sessions.js";
@@ -24,7 +26,16 @@ export interface ContainerCommandsOptions {
   sessions: ProjectSessions;
   /** Whether commands run as uids of their own here (Docker). */
   separate: boolean;
+  /** The project's side of the egress gate: a user's command's requests count as the project's. */
+  network: ProjectNetwork;
+  /** The runner's egress proxy port in the container (null: not known yet, or no proxy). */
+  proxyPort(): number | null;
+  /** The exec identity's home in the container (npm's cache lives there). */
+  execHome: string;
 }
+
+/** The PATH of commands the host runs in the container (the images' own). */
+const IMAGE_PATH = "/usr/local/bin:/usr/bin:/bin";
 
 export class ContainerCommands {
   readonly #o: ContainerCommandsOptions;
@@ -43,7 +54,20 @@ export class ContainerCommands {
     const identity: ExecIdentity | undefined = this.#o.separate
       ? { uid: Identities.execUid, gid: Identities.projectGid, groups: await this.#o.workspaces.gids() }
       : undefined;
-    return workload.exec(params, signal, identity, stdout);
+    return workload.exec(params, { signal, identity, stdout, env: this.execEnv(this.#o.network.execToken) });
+  }
+
+  /**
+   * The environment of a command run as the exec identity: its home, npm's cache and prefix
+   * there, and the container's proxy with `credential` (the exec credential, or a setup run's).
+   */
+  execEnv(credential: string): Record<string, string> {
+    const port = this.#o.proxyPort();
+    return {
+      HOME: this.#o.execHome,
+      ...npmEnvironment(this.#o.execHome, IMAGE_PATH),
+      ...(port !== null ? proxyEnvironment(port, credential) : {}),
+    };
   }
 
   /** A command in a workspace, as its session (the uid of one that runs in it, else the exec user). */
@@ -62,7 +86,7 @@ export class ContainerCommands {
       identity = { uid: sessions.uidIn(workspaceId) ?? Identities.execUid, gid, groups: [gid] };
     }
     const cwd = workspaces.containerPath(workspaceId);
-    return workload.exec({ ...params, project_id: projectId, cwd }, undefined, identity, stdout);
+    return workload.exec({ ...params, project_id: projectId, cwd }, { identity, stdout });
   }
 
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {

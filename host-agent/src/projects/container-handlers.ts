@@ -19,7 +19,7 @@ export function containerHandlers(
     oubliette: async (sessionId, method, params, ctx) =>
       sessions.runtime(sessionId).oubliette(method, params, ctx),
     admitRunner: (connection) => runner.admit(connection),
-    runnerConnected: (connection, agents) => runner.attach(connection, agents),
+    runnerConnected: (connection, agents, ports) => runner.attach(connection, agents, ports),
     runnerGone: (connection) => runner.detach(connection),
     agentEvents: (sessionId, events) => sessions.get(sessionId)?.session.agentEvents(events),
     // A session this host does not run: an error, which the runner turns into a deny.

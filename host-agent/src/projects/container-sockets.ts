@@ -7,7 +7,14 @@
 import { mkdir, rm } from "node:fs/promises";
 import type { Logger } from "../../../lib/log.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
-import { modelSocketPath, runnerSocketPath, sessionSocketPath } from "../../../protocol/container-layout.js";
+import {
+  egressSocketPath,
+  modelSocketPath,
+  runnerSocketPath,
+  sessionSocketPath,
+} from "../../../protocol/container-layout.js";
+import type { EgressGate } from "../egress/egress-gate.js";
+import type { ProjectNetwork } from "../egress/project-network.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { ContainerHandlers } from "../socket/index.js";
 import { RelaySocketServer, runnerOnlyAuth, sessionOnlyAuth } from "../socket/index.js";
@@ -21,6 +28,8 @@ export interface ContainerSocketsOptions {
   runnerToken: string;
   handlers: ContainerHandlers;
   models: ModelProxy;
+  /** The host's egress gate and this project's side of it. */
+  egress: { gate: EgressGate; project: ProjectNetwork };
   logger: Logger;
 }
 
@@ -38,6 +47,7 @@ export class ContainerSockets {
   readonly #runner: RelaySocketServer;
   readonly #sessions = new Map<string, RelaySocketServer>();
   #closeModel: (() => Promise<void>) | null = null;
+  #closeEgress: (() => Promise<void>) | null = null;
   #closed = false;
 
   constructor(options: ContainerSocketsOptions) {
@@ -64,6 +74,8 @@ export class ContainerSockets {
     await claim(paths.sessionsSocketDir, ownerOf(ownership, { kind: "sessions-root" }));
     await this.#runner.start();
     this.#closeModel = await this.#o.models.listen(modelSocketPath(paths.socketDir));
+    const { gate, project } = this.#o.egress;
+    this.#closeEgress = await gate.listen(egressSocketPath(paths.socketDir), project, this.#o.runnerToken);
   }
 
   /** Serves a session's own socket (idempotent), in a directory only its uid may enter. */
@@ -114,5 +126,7 @@ export class ContainerSockets {
     this.#sessions.clear();
     await this.#closeModel?.();
     this.#closeModel = null;
+    await this.#closeEgress?.();
+    this.#closeEgress = null;
   }
 }

@@ -35,6 +35,7 @@ export type DirKind =
   | { kind: "session-sockets"; uid: number; gid: number }
   | { kind: "homes" }
   | { kind: "home"; uid: number; gid: number }
+  | { kind: "exec-home" }
   | { kind: "workspaces"; isolation: boolean }
   | { kind: "workspace"; gid: number };
 
@@ -57,6 +58,9 @@ export function ownerOf(mode: OwnershipMode, dir: DirKind): Owner | null {
       return root ? { uid: ROOT, gid: ROOT, mode: 0o711 } : keep(0o1733);
     case "home":
       return root ? { uid: dir.uid, gid: dir.gid, mode: 0o700 } : null;
+    case "exec-home":
+      // The home of `container exec` and of the setup (npm's cache): the exec user's alone.
+      return root ? { uid: Identities.execUid, gid: Identities.projectGid, mode: 0o700 } : keep(0o777);
     case "workspaces":
       if (!root) return keep(0o777);
       return dir.isolation

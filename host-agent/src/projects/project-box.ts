@@ -5,6 +5,8 @@
  * for the next host-agent.
  */
 import type { Logger } from "../../../lib/log.js";
+import type { EgressGate } from "../egress/egress-gate.js";
+import type { ProjectNetwork } from "../egress/project-network.js";
 import type { AgentGit } from "../git/agent-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { Workload } from "../runtime/types.js";
@@ -30,6 +32,7 @@ export interface BoxOptions {
   paths: ProjectPaths;
   ownership: OwnershipMode;
   models: ModelProxy;
+  egress: { gate: EgressGate; project: ProjectNetwork };
   sessions: ProjectSessions;
   agentGit: AgentGit;
   /** Where the workspaces are, as the container sees them. */
@@ -59,6 +62,7 @@ export function newBox(o: BoxOptions, runnerToken: string, isolation: boolean): 
       workspaceRoot: o.workspaceRoot,
     }),
     models: o.models,
+    egress: o.egress,
     logger: o.logger,
   });
   const box: Box = {

@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import type { Logger } from "../../../lib/log.js";
 import { DEFAULT_WORKSPACE_ID, PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
+import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import { type ProjectSpec, ProjectSpecSchema } from "../../../protocol/project.js";
 import type { SessionStartParams } from "../../../protocol/tunnel.js";
 import type {
@@ -26,6 +27,8 @@ import type {
 } from "../../../protocol/tunnel-projects.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { checkHostDisk } from "../disk/host-disk.js";
+import { defaultAddressPolicy } from "../egress/address-check.js";
+import { EgressGate } from "../egress/egress-gate.js";
 import { GitCredentials } from "../git/git-credentials.js";
 import type { ProjectGit, PullRequestInput } from "../git/project-git.js";
 import type { PushResult } from "../git/project-repo.js";
@@ -60,6 +63,8 @@ export interface ProjectManagerOptions {
   isRoot?: boolean;
   /** What the host's git may reach and with which credentials (default: public https/ssh, none). */
   git?: HostGitSettings;
+  /** The host's egress gate (default: the system resolver, public addresses only). */
+  egress?: EgressGate;
 }
 
 /** Without settings: public https:// and ssh:// remotes, no credentials. */
@@ -77,9 +82,14 @@ export class ProjectManager {
   /** Which project each running session is in. */
   readonly #sessions = new Map<string, string>();
   readonly #ownership: OwnershipMode;
+  readonly #egress: EgressGate;
+  /** Where a user's command's or a setup's refused connection is reported (the host channel sets it). */
+  onNetworkBlocked: (projectId: string, who: "exec" | "setup", event: NetworkBlocked) => void = () => {};
 
   constructor(options: ProjectManagerOptions) {
     this.#o = options;
+    this.#egress =
+      options.egress ?? new EgressGate({ addresses: defaultAddressPolicy(), logger: options.logger });
     const isRoot = options.isRoot ?? process.getuid?.() === 0;
     this.#ownership = options.runtime.kind === "process" ? "own" : isRoot ? "root" : "open";
   }
@@ -107,6 +117,8 @@ export class ProjectManager {
       project = new ProjectRuntime({
         projectId,
         models: this.#o.models,
+        egress: this.#egress,
+        onNetworkBlocked: (who, event) => this.onNetworkBlocked(projectId, who, event),
         paths: new ProjectPaths(this.#o.dataDir, this.#o.socketRoot, projectId),
         runtime: this.#o.runtime,
         ownership: this.#ownership,
@@ -224,6 +236,15 @@ export class ProjectManager {
     return this.project(projectId).workspaces.read(workspaceId, path, kind, maxBytes);
   }
 
+  /** The project's network policies changed: its gate applies them now (and remembers them). */
+  async setNetwork(
+    projectId: string,
+    network: ProjectSpec["network"],
+    setupNetwork: ProjectSpec["setup_network"],
+  ) {
+    await this.project(projectId).setNetwork({ network, setup_network: setupNetwork });
+  }
+
   /** Runs a user's command in the project's container; `signal` (the Worker cancelled it) kills it. */
   exec(params: ContainerExecParams, signal?: AbortSignal): Promise<ContainerExecResult> {
     return this.#existing(params.project_id).commands.exec(params, signal);
@@ -259,6 +280,7 @@ export class ProjectManager {
         { ...params.spec.env },
         params.spec.agent,
         params.git,
+        params.spec.network,
       );
     } catch (err) {
       this.#sessions.delete(params.session_id);

@@ -46,6 +46,11 @@ export class ProjectPaths {
     return join(this.homes, sessionId);
   }
 
+  /** The home of `container exec` and the setup commands (never a session id: those start `ses_`). */
+  get execHome(): string {
+    return join(this.homes, EXEC_HOME);
+  }
+
   get runnerSocketDir(): string {
     return runnerSocketDir(this.socketDir);
   }
@@ -58,6 +63,9 @@ export class ProjectPaths {
     return sessionSocketDir(this.socketDir, sessionId);
   }
 }
+
+/** The exec identity's home's name among the sessions' homes. */
+export const EXEC_HOME = "_exec";
 
 /** The directory of every project's data on this host. */
 export function projectsDir(dataDir: string): string {

@@ -8,6 +8,7 @@ import { readFile, rename, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { Identities } from "../../../protocol/container-layout.js";
 import { parseJson } from "../../../protocol/json.js";
+import { NetworkPolicySchema } from "../../../protocol/network.js";
 
 const RECORD_VERSION = 2;
 
@@ -27,6 +28,8 @@ const ProjectRecordSchema = z.object({
     .optional(),
   /** The project's remote, as its last session was started with (its agents' own pushes go there). */
   git: z.object({ remote_url: z.string(), git_credential: z.string().optional() }).optional(),
+  /** The project's network policies as its latest spec gave them (a restarted host-agent's gate applies them). */
+  network: z.object({ network: NetworkPolicySchema, setup_network: NetworkPolicySchema }).optional(),
 });
 export type ProjectRecord = z.infer<typeof ProjectRecordSchema>;
 

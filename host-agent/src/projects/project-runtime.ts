@@ -8,12 +8,16 @@ import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Logger } from "../../../lib/log.js";
 import { agentImageRef } from "../../../protocol/agent-runtimes.js";
+import type { NetworkPolicy } from "../../../protocol/network.js";
+import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionGit } from "../../../protocol/tunnel-git.js";
 import { diskLimitError, diskLimitNotice } from "../disk/disk-limit.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { DiskWatch } from "../disk/disk-watch.js";
 import { ProjectVolume, type VolumeUsage } from "../disk/project-volume.js";
+import type { EgressGate } from "../egress/egress-gate.js";
+import { ProjectNetwork } from "../egress/project-network.js";
 import { AgentGit } from "../git/agent-git.js";
 import { ProjectGit } from "../git/project-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
@@ -36,6 +40,10 @@ export interface ProjectRuntimeOptions {
   projectId: string;
   /** The host's model proxy: each container gets a model socket of its own. */
   models: ModelProxy;
+  /** The host's egress gate: each container gets an egress socket of its own. */
+  egress: EgressGate;
+  /** A user's command or the setup had a connection refused (an audit entry on the Worker). */
+  onNetworkBlocked(who: "exec" | "setup", event: NetworkBlocked): void;
   paths: ProjectPaths;
   runtime: AgentRuntime;
   ownership: OwnershipMode;
@@ -70,6 +78,8 @@ export class ProjectRuntime {
   readonly #identities: SessionIdentities;
   readonly #diskWatch: DiskWatch;
   readonly #sessions: ProjectSessions;
+  /** The project's side of the egress gate: its policies and who each connection is. */
+  readonly #network: ProjectNetwork;
   /** Commands in the running container: exec, the host's git in a workspace, logs. */
   readonly commands: ContainerCommands;
   #box: Box | null = null;
@@ -102,8 +112,15 @@ export class ProjectRuntime {
       volume: () => this.#volume.ensure(),
       logger: this.#log,
     });
+    this.#network = new ProjectNetwork({
+      projectId: options.projectId,
+      separate: options.runtime.separatesSessions,
+      logger: this.#log,
+      onProjectBlocked: options.onNetworkBlocked,
+    });
     this.#sessions = new ProjectSessions({
       models: options.models,
+      network: this.#network,
       workerUrl: options.workerUrl,
       hostToken: options.hostToken,
       hostId: options.hostId,
@@ -118,6 +135,9 @@ export class ProjectRuntime {
       workspaces: this.workspaces,
       sessions: this.#sessions,
       separate: options.runtime.separatesSessions,
+      network: this.#network,
+      proxyPort: () => this.#box?.runner.ports.egress ?? null,
+      execHome: this.#identities.execHome(this.#workloadPaths().homesRoot),
     });
     this.git = new ProjectGit(this.commands, this.workspaces, paths, options.git);
     this.#agentGit = new AgentGit(this.git, async () => (await this.#record.read()).git ?? null);
@@ -163,8 +183,21 @@ export class ProjectRuntime {
   }
 
   /** Starts the container unless it runs; `ephemeral` marks a project of its own for one v2 session. */
-  ensure(spec: ProjectSpec, ephemeral = false): Promise<{ containerId: string; started: boolean }> {
+  async ensure(spec: ProjectSpec, ephemeral = false): Promise<{ containerId: string; started: boolean }> {
+    await this.setNetwork(spec);
     return this.#serial(() => this.#ensure(spec, ephemeral));
+  }
+
+  /** The project's network policies (from a spec, or a `project_network` update): applied now, remembered. */
+  async setNetwork(spec: Pick<ProjectSpec, "network" | "setup_network">): Promise<void> {
+    if (spec.network === undefined && spec.setup_network === undefined) return;
+    this.#network.setPolicies(spec);
+    await this.#record.update((record) => {
+      record.network = {
+        network: spec.network ?? record.network?.network ?? this.#network.policy,
+        setup_network: spec.setup_network ?? record.network?.setup_network ?? this.#network.setupPolicy,
+      };
+    });
   }
 
   /** Stops the container; every session in it ends with `reason`. Idempotent. */
@@ -210,6 +243,7 @@ export class ProjectRuntime {
     env: Record<string, string>,
     agent: SessionAgent = { runtime: "scripted" },
     git?: SessionGit,
+    network: NetworkPolicy[] = [],
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
     const box = this.#running();
@@ -242,9 +276,18 @@ export class ProjectRuntime {
       { sessionId, token, ...identity },
       workspaceId,
       launch.models,
+      { settings: { policies: network, approvals: agent.approvals ?? "auto" }, runtime: agent.runtime },
     );
     await opened;
-    session.start(launch.start);
+    const proxy = session.proxyToken;
+    session.start({
+      ...launch.start,
+      agent: {
+        runtime: agent.runtime,
+        ...launch.start.agent,
+        ...(proxy !== null ? { proxy_token: proxy } : {}),
+      },
+    });
   }
 
   /** Stops one session's agent; the container stays. Stopping one this host does not run is not an error. */
@@ -255,6 +298,8 @@ export class ProjectRuntime {
   /** Serves a container an earlier host-agent left running, and the sessions its runner reports. */
   async adopt(adopted: AdoptedProject): Promise<void> {
     this.#ephemeral = adopted.ephemeral;
+    const remembered = (await this.#record.read()).network;
+    if (remembered) this.#network.setPolicies(remembered);
     await this.prepareVolume(undefined);
     const box = await this.#openBox(adopted.runnerToken, adopted.isolation);
     box.workload = adopted.workload;
@@ -350,6 +395,7 @@ export class ProjectRuntime {
         paths: this.#o.paths,
         ownership: this.#o.ownership,
         models: this.#o.models,
+        egress: { gate: this.#o.egress, project: this.#network },
         sessions: this.#sessions,
         agentGit: this.#agentGit,
         workspaceRoot: this.#workloadPaths().workspaceRoot,

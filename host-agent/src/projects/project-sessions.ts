@@ -5,9 +5,11 @@
  * leave when their runtime closes.
  */
 import type { Logger } from "../../../lib/log.js";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
 import { failureToRpcError } from "../../../protocol/caller-tools.js";
 import type { RunnerAgent } from "../../../protocol/socket.js";
 import type { HostNotice } from "../../../protocol/tunnel.js";
+import type { ProjectNetwork, SessionNetworkSettings } from "../egress/project-network.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import type { RunnerLink } from "../sessions/runner-link.js";
 import { SessionRuntime } from "../sessions/session-runtime.js";
@@ -30,6 +32,8 @@ export interface RunningSession {
 
 export interface ProjectSessionsOptions {
   models: ModelProxy;
+  /** The project's side of the egress gate (each session gets a proxy credential there). */
+  network: ProjectNetwork;
   workerUrl: string;
   hostToken: string;
   hostId: string;
@@ -90,10 +94,12 @@ export class ProjectSessions {
     peer: { sessionId: string; token: string } & SessionIdentity,
     workspaceId: string | null,
     models: { token: string; budgetUsd?: number | undefined } | null,
+    network: { settings: SessionNetworkSettings; runtime: AgentRuntime; token?: string | undefined },
   ): { session: SessionRuntime; opened: Promise<void> } {
     const { sessionId } = peer;
     const session = new SessionRuntime({
       models: models && { proxy: this.#o.models, ...models },
+      network: { project: this.#o.network, ...network },
       sessionId,
       sessionToken: peer.token,
       workerUrl: this.#o.workerUrl,
@@ -128,7 +134,13 @@ export class ProjectSessions {
       // Its budget is not known here after a restart; its usage goes on being counted.
       const models = agent.model_token !== undefined ? { token: agent.model_token } : null;
       const peer = { sessionId: agent.session_id, token: agent.session_token, ...identity };
-      const { session, opened } = this.open(box, peer, null, models);
+      // Its network settings come from its object at the tunnel's hello; until then nothing is allowed.
+      const network = {
+        settings: { policies: [], approvals: "auto" as const, unknown: true },
+        runtime: agent.runtime ?? "scripted",
+        token: agent.proxy_token,
+      };
+      const { session, opened } = this.open(box, peer, null, models, network);
       session.adopt(agent);
       opening.push(opened);
     }

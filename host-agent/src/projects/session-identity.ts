@@ -7,7 +7,7 @@
 import { mkdir, rm } from "node:fs/promises";
 import { sessionUid } from "../../../protocol/container-layout.js";
 import { claim, type OwnershipMode, ownerOf } from "./ownership.js";
-import type { ProjectPaths } from "./project-paths.js";
+import { EXEC_HOME, type ProjectPaths } from "./project-paths.js";
 import { sessionIndex } from "./project-record.js";
 import type { RecordStore } from "./record-store.js";
 
@@ -38,10 +38,17 @@ export class SessionIdentities {
     return { uid: sessionUid(index), gid };
   }
 
-  /** Makes the directory of the homes (enterable, not listable, by the sessions). */
+  /** Makes the directory of the homes (enterable, not listable, by the sessions) and the exec identity's home. */
   async prepareHomes(): Promise<void> {
     await mkdir(this.#o.paths.homes, { recursive: true });
     await claim(this.#o.paths.homes, ownerOf(this.#o.ownership, { kind: "homes" }));
+    await mkdir(this.#o.paths.execHome, { recursive: true });
+    await claim(this.#o.paths.execHome, ownerOf(this.#o.ownership, { kind: "exec-home" }));
+  }
+
+  /** Where `container exec` and the setup have their home, as the workload sees it under `homesRoot`. */
+  execHome(homesRoot: string): string {
+    return `${homesRoot}/${EXEC_HOME}`;
   }
 
   /** Makes the session's home: its uid's alone (a non-root host leaves that to the session itself). */

@@ -15,7 +15,7 @@ import type { ContainerExecParams, ContainerExecResult } from "../../../protocol
 import { HostError } from "../projects/errors.js";
 import { dockerStatusCode, errorMessage } from "./errors.js";
 import { fitOutput, OutputCollector } from "./output-budget.js";
-import type { StdoutSink } from "./types.js";
+import type { ExecOptions } from "./types.js";
 
 /** Where a command runs when the caller names no directory. */
 export const DEFAULT_EXEC_CWD = "/workspace";
@@ -33,9 +33,9 @@ export async function dockerExec(
   container: Dockerode.Container,
   params: ContainerExecParams,
   logger: Logger,
-  signal?: AbortSignal,
-  stdout?: StdoutSink,
+  options: Pick<ExecOptions, "signal" | "stdout" | "env"> = {},
 ): Promise<ContainerExecResult> {
+  const { signal, stdout } = options;
   const startedAt = Date.now();
   let exec: Dockerode.Exec;
   try {
@@ -48,7 +48,10 @@ export async function dockerExec(
       Tty: false,
       // A user's command has no business with the runner's secret (it is in the container's env),
       // and works in repositories the sessions made (other uids of the workspace's group).
-      Env: [`${AgentEnv.runnerToken}=`, ...Object.entries(CONTAINER_GIT_ENV).map(([k, v]) => `${k}=${v}`)],
+      Env: [
+        `${AgentEnv.runnerToken}=`,
+        ...Object.entries({ ...options.env, ...CONTAINER_GIT_ENV }).map(([k, v]) => `${k}=${v}`),
+      ],
     });
   } catch (error) {
     throw execError(error);

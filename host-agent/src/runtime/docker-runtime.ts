@@ -177,8 +177,8 @@ export class DockerRuntime implements AgentRuntime {
         stopping ??= this.#stop(container, reason);
         return stopping;
       },
-      exec: (params, signal, identity, stdout) =>
-        dockerExec(this.#docker, container, asIdentity(params, identity), this.#logger, signal, stdout),
+      exec: (params, options = {}) =>
+        dockerExec(this.#docker, container, asIdentity(params, options.identity), this.#logger, options),
       logs: (params) => dockerLogs(container, params),
     };
   }

@@ -105,8 +105,14 @@ export class ProcessRuntime implements AgentRuntime {
         stopping ??= this.#stop(child, exited, reason, logger);
         return stopping;
       },
-      exec: (params, signal, _identity, stdout) =>
-        processExec(params, spec.workspacesDir, baseEnv(), signal, stdout),
+      exec: (params, options = {}) =>
+        processExec(
+          params,
+          spec.workspacesDir,
+          { ...baseEnv(), ...options.env },
+          options.signal,
+          options.stdout,
+        ),
       logs: async (params) => ({ lines: ring.read(params.tail, params.since), truncated: false }),
     };
   }

@@ -57,12 +57,7 @@ export interface Workload {
    * Runs a user's command (argv) in it; throws HostError("not_running"/"exec_failed"/"invalid").
    * An aborted `signal` kills the command as its timeout would.
    */
-  exec(
-    params: ContainerExecParams,
-    signal?: AbortSignal,
-    identity?: ExecIdentity,
-    stdout?: StdoutSink,
-  ): Promise<ContainerExecResult>;
+  exec(params: ContainerExecParams, options?: ExecOptions): Promise<ContainerExecResult>;
   /** Its output, both streams, newest lines last. */
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult>;
 }
@@ -72,6 +67,15 @@ export interface Workload {
  * (the answer's `stdout` is then empty): for binary output such as a git bundle. The sink bounds it.
  */
 export type StdoutSink = (chunk: Buffer) => void;
+
+/** How a command runs: who as, with what environment added, where its stdout goes, when it is cancelled. */
+export interface ExecOptions {
+  signal?: AbortSignal | undefined;
+  identity?: ExecIdentity | undefined;
+  stdout?: StdoutSink | undefined;
+  /** Added to the command's environment (the egress proxy, npm's home). */
+  env?: Record<string, string> | undefined;
+}
 
 /** Who a user's command runs as in a container: never the runner, never a session. */
 export interface ExecIdentity {

@@ -12,6 +12,10 @@
 import type { Logger } from "../../../lib/log.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { type AgentStartParams, type RunnerAgent, SocketMethods } from "../../../protocol/socket.js";
+
+/** The runner's loopback ports, from its hello. */
+export type RunnerPorts = { egress?: number | undefined; model?: number | undefined };
+
 import type { ContainerConnection } from "../socket/container-connection.js";
 
 export interface RunnerLinkOptions {
@@ -34,6 +38,8 @@ export class RunnerLink {
   /** Highest event seq acknowledged, per session (re-sent to a reconnected runner). */
   readonly #acked = new Map<string, number>();
   #waiters = new Set<() => void>();
+  /** The runner's loopback ports in the container, as its latest hello said. */
+  #ports: { egress?: number | undefined; model?: number | undefined } = {};
   #pinger: NodeJS.Timeout | null = null;
 
   constructor(options: RunnerLinkOptions) {
@@ -51,9 +57,15 @@ export class RunnerLink {
     return "this container's runner is already connected; a second runner is refused";
   }
 
+  /** The runner's egress proxy and model forwarder ports (unknown until it said hello). */
+  get ports(): { egress?: number | undefined; model?: number | undefined } {
+    return this.#ports;
+  }
+
   /** A runner authenticated: it is the current one. */
-  attach(connection: ContainerConnection, agents: RunnerAgent[]): void {
+  attach(connection: ContainerConnection, agents: RunnerAgent[], ports: RunnerPorts = {}): void {
     this.#connection = connection;
+    this.#ports = ports;
     this.#startPinging(connection);
     for (const agent of agents) {
       this.#delivered.set(

@@ -1,6 +1,7 @@
 import type { Logger } from "../../../lib/log.js";
 import type { HandlerContext } from "../../../lib/rpc/peer.js";
 import type { AgentEvent, AgentState } from "../../../protocol/agent-events.js";
+import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
 import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
@@ -9,6 +10,8 @@ import type { AgentStartParams, ApprovalParams } from "../../../protocol/socket.
 import { SocketMethods } from "../../../protocol/socket.js";
 import { type HostNotice, TunnelMethods } from "../../../protocol/tunnel.js";
 import type { GitPush } from "../../../protocol/tunnel-git.js";
+import type { ProjectNetwork, SessionNetworkSettings } from "../egress/project-network.js";
+import { sessionNetworkLink } from "../egress/session-link.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
@@ -36,6 +39,18 @@ export interface SessionRuntimeOptions {
   onClosed(sessionId: string): void;
   /** The host's model proxy and the session's placeholder credential (null: a session without a model). */
   models?: { proxy: ModelProxy; token: string; budgetUsd?: number | undefined } | null | undefined;
+  /**
+   * The project's egress gate and the session's network (its policy, whether it asks, its agent's
+   * runtime); `token` is the proxy credential a re-adopted agent already holds.
+   */
+  network?:
+    | {
+        project: ProjectNetwork;
+        settings: SessionNetworkSettings;
+        runtime: AgentRuntime;
+        token?: string | undefined;
+      }
+    | undefined;
   timing?: TunnelTiming | undefined;
 }
 
@@ -78,6 +93,9 @@ export class SessionRuntime {
   /** Counts the session's model usage (sessions that run a CLI agent). */
   #meter: SessionMeter | null = null;
   #agentStarted!: (started: boolean) => void;
+  #setRuntime: (runtime: AgentRuntime) => void = () => {};
+  /** The session's proxy credential (its agent's proxy URL carries it), when the host has a gate. */
+  readonly proxyToken: string | null = null;
   /** Settles once the runner runs this session's agent (true), or could not start it (false). */
   readonly #agentReady = new Promise<boolean>((resolve) => {
     this.#agentStarted = resolve;
@@ -110,7 +128,25 @@ export class SessionRuntime {
         if (usage) this.#meter?.resume(usage);
         if (budgetUsd !== undefined) this.#meter?.setBudget(budgetUsd);
       },
+      onNetwork: (network) =>
+        options.network?.project.updateSession(options.sessionId, {
+          policies: network.session,
+          approvals: network.approvals,
+        }),
     });
+    const network = options.network;
+    if (network) {
+      let runtime = network.runtime;
+      this.proxyToken = network.project.addSession(
+        options.sessionId,
+        network.settings,
+        sessionNetworkLink(this.#tunnel, () => runtime),
+        network.token,
+      );
+      this.#setRuntime = (next) => {
+        runtime = next;
+      };
+    }
     const models = options.models;
     if (models) {
       this.#meter = new SessionMeter({
@@ -169,7 +205,8 @@ export class SessionRuntime {
   }
 
   /** Serves a session whose agent the runner already runs (a restarted host-agent re-adopts it). */
-  adopt(agent: AgentState): void {
+  adopt(agent: AgentState & { runtime?: AgentRuntime | undefined }): void {
+    if (agent.runtime !== undefined) this.#setRuntime(agent.runtime);
     this.#agentStarted(true);
     this.#tunnel.start();
     // An agent that already ended has its end event in the runner's buffer, re-sent on connect:
@@ -243,6 +280,7 @@ export class SessionRuntime {
   detach(): Promise<void> {
     this.#closing ??= (async () => {
       this.#unregisterModel();
+      this.#o.network?.project.removeSession(this.#o.sessionId);
       this.#tunnel.close();
       this.#calls.clear();
       this.#approvals.clear();
@@ -290,6 +328,7 @@ export class SessionRuntime {
     this.#calls.clear();
     this.#approvals.clear();
     this.#unregisterModel();
+    this.#o.network?.project.removeSession(this.#o.sessionId);
     this.#o.runner.forget(this.#o.sessionId);
     this.#o.onClosed(this.#o.sessionId);
   }

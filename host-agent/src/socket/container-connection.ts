@@ -206,8 +206,9 @@ export class ContainerConnection {
     this.#log.info({ role, session: sessionId ?? undefined }, "container connection authenticated");
     if (role === "runner") {
       const agents = params.agents ?? [];
+      const ports = params.ports ?? {};
       // After the answer to hello, so the runner sees its hello succeed before any request.
-      setImmediate(() => this.#ctx.handlers.runnerConnected(this, agents));
+      setImmediate(() => this.#ctx.handlers.runnerConnected(this, agents, ports));
     } else if (sessionId !== null) {
       const config = this.#ctx.config(sessionId);
       if (config !== undefined)

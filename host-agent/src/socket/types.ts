@@ -59,7 +59,11 @@ export interface ContainerHandlers {
    */
   admitRunner?(connection: ContainerConnection): string | null;
   /** A connection authenticated as the runner, reporting its agents. */
-  runnerConnected(connection: ContainerConnection, agents: RunnerAgent[]): void;
+  runnerConnected(
+    connection: ContainerConnection,
+    agents: RunnerAgent[],
+    ports: { egress?: number | undefined; model?: number | undefined },
+  ): void;
   /** The runner's connection closed. */
   runnerGone(connection: ContainerConnection): void;
   /** New (or re-sent) events of one session's agent, from the runner. */

@@ -9,6 +9,7 @@ import {
   TunnelFailureSchema,
   TunnelMethods,
 } from "../../../protocol/tunnel.js";
+import type { ProjectNetworkBlockedParams } from "../../../protocol/tunnel-projects.js";
 import { HostError } from "../projects/errors.js";
 import type { ProjectManager } from "../projects/project-manager.js";
 import { type TunnelTiming, toWs } from "./reconnecting-socket.js";
@@ -34,6 +35,7 @@ export type HostTarget = Pick<
   | "pullRequest"
   | "exec"
   | "logs"
+  | "setNetwork"
 >;
 
 export interface HostControlOptions {
@@ -79,6 +81,14 @@ export class HostControl {
 
   start(): void {
     this.#link.start();
+  }
+
+  /**
+   * The gate refused a connection of a user's command or of a setup: the registry writes it to
+   * the audit log. Best effort: a refusal while the channel is down is logged here only.
+   */
+  networkBlocked(params: ProjectNetworkBlockedParams): void {
+    this.#link.peer?.notify(TunnelMethods.projectNetworkBlocked, params);
   }
 
   close(): void {
@@ -254,6 +264,16 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
       (p) => `could not exec in project ${p.project_id}`,
       // The Worker cancels an exec (its job was cancelled) with notifications/cancelled: kill it.
       (p, ctx) => host.exec(p, ctx.signal),
+    ),
+  );
+  peer.handle(
+    TunnelMethods.projectNetwork,
+    guard(
+      (p) => `could not apply the network policies of project ${p.project_id}`,
+      async (p) => {
+        await host.setNetwork(p.project_id, p.network, p.setup_network);
+        return {};
+      },
     ),
   );
   peer.handle(

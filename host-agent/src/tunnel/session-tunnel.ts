@@ -13,10 +13,12 @@ import {
 } from "../../../protocol/caller-tools.js";
 import type { JsonObject } from "../../../protocol/json.js";
 import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
+import type { NetworkBlocked, NetworkUsage } from "../../../protocol/network-activity.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { type ParsedResult, parseResult, type RequestMethod } from "../../../protocol/rpc/method.js";
 import {
   type HostNotice,
+  type SessionNetwork,
   type SessionUsageParams,
   TUNNEL_PROTOCOL_VERSION,
   TunnelMethods,
@@ -48,6 +50,8 @@ export interface SessionTunnelOptions {
   onInterrupt(): void;
   /** The usage the session object stored and its budget, learnt at every hello (the meter goes on from them). */
   onStoredUsage(usage: UsageTotals | undefined, budgetUsd: number | undefined): void;
+  /** The session's network as its object knows it, learnt at every hello (the gate applies it). */
+  onNetwork?(network: SessionNetwork): void;
 }
 
 /** Most agent events queued for the session object; more output is dropped (and said so). */
@@ -57,6 +61,8 @@ const HELLO_TIMEOUT_MS = 15_000;
 const READY_WAIT_MS = 30_000;
 /** Most pushes the session object has not acknowledged yet; past it, a push goes untold (and said so). */
 const MAX_UNTOLD_PUSHES = 256;
+/** Most refusals the session object has not acknowledged yet; past it, one goes untold (its count stays in the totals). */
+const MAX_UNTOLD_BLOCKS = 256;
 
 function unreachable(): RpcError {
   return new RpcError(RpcErrorCode.ServerError, "the session's object cannot be reached from this host now", {
@@ -77,6 +83,10 @@ export class SessionTunnel {
   readonly #readyWaiters: (() => void)[] = [];
   /** The latest usage report, re-sent after every reconnect (totals: repeating one is harmless). */
   #usage: SessionUsageParams | null = null;
+  /** The latest network report, re-sent after every reconnect (totals too). */
+  #network: NetworkUsage | null = null;
+  /** The gate's refusals until the session object acknowledged each (re-sent by id). */
+  readonly #blocks: ResumableCalls<void>;
   readonly #link: TunnelLink;
   readonly #calls: ResumableCalls<CallerToolOutcome>;
   readonly #approvals: ResumableCalls<ApprovalDecision>;
@@ -112,6 +122,16 @@ export class SessionTunnel {
         }
       },
       refused: (err) => undecided("error", err instanceof Error ? err.message : String(err)),
+    });
+    this.#blocks = new ResumableCalls<void>({
+      method: TunnelMethods.networkBlocked.name,
+      peer: () => this.#ready,
+      answered: () => {},
+      refused: (err) =>
+        this.#o.logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "the session object refused a network refusal report",
+        ),
     });
     this.#pushes = new ResumableCalls<void>({
       method: TunnelMethods.gitPushed.name,
@@ -277,6 +297,22 @@ export class SessionTunnel {
     this.#ready?.notify(TunnelMethods.sessionUsage, usage);
   }
 
+  /** Reports the hosts the session reached (totals; the latest is re-sent after a reconnect). */
+  reportNetwork(usage: NetworkUsage): void {
+    this.#network = usage;
+    this.#ready?.notify(TunnelMethods.networkUsage, usage);
+  }
+
+  /** Tells the session the gate refused a connection: sent until the session object acknowledged it. */
+  networkBlocked(event: NetworkBlocked): void {
+    if (this.#blocks.size >= MAX_UNTOLD_BLOCKS) {
+      this.#o.logger.warn({ host: event.host }, "network refusal not told to the session: too many untold");
+      return;
+    }
+    const blockedId = `nb_${randomUUID().replaceAll("-", "")}`;
+    void this.#blocks.call(blockedId, { ...event, blocked_id: blockedId });
+  }
+
   /**
    * Tells the session its agent pushed a branch: sent now or after the next reconnect, and again
    * after every reconnect until the session object acknowledged it (it tells its callers once).
@@ -324,11 +360,14 @@ export class SessionTunnel {
     this.#stored(hello.stored_event_seq);
     this.#o.onConfig(hello.config);
     this.#o.onStoredUsage(hello.usage, hello.max_cost_usd);
+    if (hello.network) this.#o.onNetwork?.(hello.network);
     this.#o.onReady?.();
     if (this.#usage) peer.notify(TunnelMethods.sessionUsage, this.#usage);
+    if (this.#network) peer.notify(TunnelMethods.networkUsage, this.#network);
     this.#calls.resend(peer);
     this.#approvals.resend(peer);
     this.#pushes.resend(peer);
+    this.#blocks.resend(peer);
     if (this.#ending) void this.#sendEnd(peer);
     void this.#pump();
   }

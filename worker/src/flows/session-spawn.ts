@@ -1,5 +1,7 @@
 import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
 import { checkSize, type SizedKind } from "../../../protocol/limits.js";
+import type { NetworkPolicy } from "../../../protocol/network.js";
+import { MAX_SESSION_POLICIES } from "../../../protocol/tunnel.js";
 import type { WorkspaceBranch } from "../../../protocol/tunnel-git.js";
 import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
@@ -95,6 +97,8 @@ export interface SpawnArgs extends CallerFields, ApprovalArgs {
   oubliette_api_key?: string | undefined;
   prompt?: string | undefined;
   caller_timeout_seconds?: number | undefined;
+  /** The session's own network policy, applied with its project's (and its parent's): never looser. */
+  network?: NetworkPolicy | undefined;
 }
 
 /** Spawn, or resume the workspace's running session: the seed's semantics, shared with `message`. */
@@ -140,6 +144,13 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
         "invalid_arguments",
         `session ${plan.sessionId} runs in this workspace and keeps the approval policy it was started with; ` +
           "new_session: true starts another with approval_policy",
+      );
+    }
+    if (args.network !== undefined) {
+      throw new AppError(
+        "invalid_arguments",
+        `session ${plan.sessionId} runs in this workspace and keeps the network policy it was started with; ` +
+          "new_session: true starts another with network",
       );
     }
     const stub = sessionStub(ctx, plan.sessionId);
@@ -192,6 +203,9 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     workspace: workspaceSetup(plan.config, plan.workspaceId, branch),
     agent: { ...agent, approvals: approvalsMode(approvals) },
     approvals,
+    network: [...(child?.networkPolicies ?? []), ...(args.network ? [args.network] : [])].slice(
+      -MAX_SESSION_POLICIES,
+    ),
     droidKey: key,
     parent: child && { sessionId: child.parentId, depth: child.depth },
     via: ctx.mcp?.via ?? null,

@@ -64,6 +64,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
       placement: this.#placement,
       pending: this.#pending,
       hello: (ws, params) => this.#reconcile.hello(ws, params),
+      audit: (entry) => objects.audit(env).record(entry),
       log: this.#log,
     });
   }

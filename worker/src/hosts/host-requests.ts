@@ -1,9 +1,11 @@
 import { Limits } from "../../../protocol/limits.js";
+import { allowEntry } from "../../../protocol/network.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { encodeError, encodeResult, type JsonRpcId, parseFrame } from "../../../protocol/rpc/messages.js";
 import type { SentResult } from "../../../protocol/rpc/method.js";
 import { type SessionSpec, TunnelMethods } from "../../../protocol/tunnel.js";
+import type { AuditEntry } from "../audit/audit-log-do.js";
 import { fail, ok, type Result } from "../errors.js";
 import { errorMessage, type Log } from "../log.js";
 import { type WorkspaceSetup, workspaceGitParams } from "../projects/project-config.js";
@@ -22,6 +24,8 @@ export interface HostRequestsDeps {
   pending: PendingHostRequests;
   /** Serves `host_hello`: the host registers and is reconciled (see HostReconcile.hello). */
   hello(ws: WebSocket, params: HostHelloParams): Promise<SentResult<typeof TunnelMethods.hostHello>>;
+  /** Writes one entry to the audit log (a refused connection of a project's command, here). */
+  audit(entry: AuditEntry): Promise<unknown>;
   log: Log;
 }
 
@@ -38,6 +42,22 @@ export class HostRequests {
   constructor(deps: HostRequestsDeps) {
     this.#d = deps;
     this.#methods.handle(TunnelMethods.hostHello, (params, ws) => deps.hello(ws, params));
+    this.#methods.onNotification(TunnelMethods.projectNetworkBlocked, (params, ws) => {
+      const who = hostAttachment(ws);
+      const target = `${params.project_id} ${allowEntry(params.host, params.port)}${params.method !== null ? ` ${params.method}` : ""}`;
+      const entry = {
+        at: Date.now(),
+        token_id: who?.tokenId ?? "unknown",
+        action: `network.blocked.${params.who}`,
+        target,
+        outcome: params.code,
+      };
+      deps
+        .audit(entry)
+        .catch((err: unknown) =>
+          deps.log.error("could not write the audit log", { ...entry, error: errorMessage(err) }),
+        );
+    });
   }
 
   /**
@@ -159,6 +179,7 @@ export class HostRequests {
           this.#d.log.warn("host reported an error", { error: frame.error.message });
         return;
       case "notification":
+        if (hostAttachment(ws)?.ready === true) this.#methods.notified(frame.method, frame.params, ws);
         return;
       case "invalid":
         this.#d.log.warn("bad host message", { reason: frame.error.message });

@@ -39,11 +39,20 @@ const WHAT: Record<ApprovalKind, string> = {
   edit: "change a file",
   read: "read a file outside its workspace",
   mcp_tool: "call a tool",
+  network: "connect to a host its project's network policy does not allow",
 };
 
 const CHOICES: { value: ApprovalAnswer; title: string }[] = [
   { value: "allow", title: "Allow once" },
   { value: "allow_session", title: "Allow this kind and pattern for the rest of the session" },
+  { value: "deny", title: "Deny" },
+];
+
+/** A network request's choices: its host for the session, or added to the project's allowlist. */
+const NETWORK_CHOICES: { value: ApprovalAnswer; title: string }[] = [
+  { value: "allow", title: "Allow this connection once" },
+  { value: "allow_session", title: "Allow this host for the rest of the session" },
+  { value: "allow_project", title: "Allow this host for the project (adds it to its network allowlist)" },
   { value: "deny", title: "Deny" },
 ];
 
@@ -54,17 +63,18 @@ const MAX_MESSAGE = 2048;
 export function elicitationParams(event: ApprovalRequestEvent, protocolVersion: string) {
   // 2025-11-25 titles enum values with oneOf/const; 2025-06-18 with enumNames (legacy since).
   const legacy = protocolVersion === "2025-06-18";
+  const choices = event.kind === "network" ? NETWORK_CHOICES : CHOICES;
   const decision = legacy
     ? {
         type: "string",
         title: "Decision",
-        enum: CHOICES.map((c) => c.value),
-        enumNames: CHOICES.map((c) => c.title),
+        enum: choices.map((c) => c.value),
+        enumNames: choices.map((c) => c.title),
       }
     : {
         type: "string",
         title: "Decision",
-        oneOf: CHOICES.map((c) => ({ const: c.value, title: c.title })),
+        oneOf: choices.map((c) => ({ const: c.value, title: c.title })),
       };
   return {
     ...(legacy ? {} : { mode: "form" }),
@@ -92,6 +102,10 @@ export function elicitationMessage(event: ApprovalRequestEvent): string {
   ];
   if (event.command !== undefined) lines.push(`Command: ${clip(event.command, 2000)}`);
   if (event.tool !== undefined) lines.push(`Tool: ${clip(event.tool, 256)}`);
+  if (event.host !== undefined)
+    lines.push(
+      `Host: ${clip(event.host, 300)}:${event.port ?? "?"}${event.method !== undefined ? ` (${clip(event.method, 32)})` : ""}`,
+    );
   if (event.arguments !== undefined) lines.push(`Arguments: ${clip(JSON.stringify(event.arguments), 1000)}`);
   if (event.path !== undefined) lines.push(`File: ${clip(event.path, 500)}`);
   if (event.diff !== undefined) lines.push(`Change:\n${clip(event.diff, 1500)}`);
@@ -148,5 +162,7 @@ export function decidedReason(event: DecisionEvent): string {
               ? "the agent stopped waiting or the session ended"
               : "on an error";
   if (event.type === "approval_denied") return `already decided: denied (${by})`;
-  return `already decided: allowed${event.scope === "session" ? " for the session" : ""} (${by})`;
+  const scope =
+    event.scope === "session" ? " for the session" : event.scope === "project" ? " for the project" : "";
+  return `already decided: allowed${scope} (${by})`;
 }

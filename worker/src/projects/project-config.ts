@@ -16,6 +16,12 @@ import {
   ProjectIdSchema as ProjectIdFormat,
   WorkspaceIdSchema as WorkspaceIdFormat,
 } from "../../../protocol/ids.js";
+import {
+  DEFAULT_NETWORK_POLICY,
+  DEFAULT_SETUP_NETWORK_POLICY,
+  NETWORK_PRESET_NAMES,
+  NetworkPolicySchema,
+} from "../../../protocol/network.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import { ForgeSettingsSchema, type SessionGit, type WorkspaceBranch } from "../../../protocol/tunnel-git.js";
@@ -83,6 +89,47 @@ export const APPROVAL_POLICY_HELP =
   '"match":"<glob>","action":"allow"|"ask"|"deny"}],"default":"ask"}, first match wins. match is a glob on ' +
   "the command line (shell), the file path (edit, read) or the tool name as the agent sees it (mcp_tool: " +
   "{caller_id}_{tool}, oubliette_*); without match a rule covers its whole kind.";
+
+/** How `network` is described to callers (project create/update, session spawn, project options). */
+export const NETWORK_HELP =
+  'What agents and commands may reach through the host\'s gate: {"mode":"off"} (nothing, the default), ' +
+  '{"mode":"allowlist","allow":["registry.npmjs.org","*.example.com:443"],"presets":["package-registries"],' +
+  '"methods":["GET","HEAD","CONNECT"]} (those hosts; *. opens subdomains only; a port limits the entry; methods ' +
+  'limits plain-HTTP requests, CONNECT standing for HTTPS tunnels), or {"mode":"open"} (any public address). ' +
+  "Loopback, private, link-local and the host's own addresses are refused whatever the policy says. Presets: " +
+  `${NETWORK_PRESET_NAMES.join(", ")}.`;
+
+/** One setup step: a command line (run by /bin/sh -c) or an argv. */
+export const SetupCommandSchema = z.union([
+  z.string().min(1).max(16_384, "a setup command is at most 16384 characters"),
+  z.array(z.string().max(16_384, "a setup argument is at most 16384 characters")).min(1).max(256),
+]);
+
+/** Most setup steps, and their size together. */
+const MAX_SETUP_STEPS = 32;
+const MAX_SETUP_BYTES = 64 * 1024;
+
+export const SetupSchema = z
+  .array(SetupCommandSchema)
+  .max(MAX_SETUP_STEPS, `at most ${MAX_SETUP_STEPS} setup steps`)
+  .superRefine((steps, ctx) => {
+    const bytes = new TextEncoder().encode(JSON.stringify(steps)).length;
+    if (bytes > MAX_SETUP_BYTES)
+      ctx.addIssue({
+        code: "custom",
+        message: `the setup steps are ${bytes} bytes together, at most ${MAX_SETUP_BYTES}`,
+      });
+  })
+  .describe(
+    'Commands run in the container as the exec user in each new workspace (and again with workspace setup), before its first agent starts, under setup_network: e.g. ["npm ci"]. A string runs under /bin/sh -c; an array is an argv.',
+  );
+
+export const SetupTimeoutSchema = z
+  .number()
+  .int()
+  .min(10)
+  .max(3600)
+  .describe("How long the setup steps may take together, in seconds.");
 
 /** Strict: a misspelt limit is refused rather than silently dropped (the default would apply). */
 export const LimitsSchema = z.strictObject({
@@ -196,8 +243,32 @@ export const ProjectConfigSchema = z.object({
     .nullable()
     .default(null)
     .describe("What a denied agent is told when the denial carries no message (null: a default)."),
+  network: NetworkPolicySchema.default(DEFAULT_NETWORK_POLICY).describe(NETWORK_HELP),
+  setup: SetupSchema.default([]),
+  setup_network: NetworkPolicySchema.default(DEFAULT_SETUP_NETWORK_POLICY).describe(
+    "What the setup steps may reach (default: the package-registries preset). Same form as network.",
+  ),
+  setup_timeout_seconds: SetupTimeoutSchema.default(600),
 });
 export type ProjectConfig = z.infer<typeof ProjectConfigSchema>;
+
+/**
+ * What `project update` may change (each optional; what is absent stays): settings a running
+ * project takes without a new container. Strict: a field it cannot change is refused by name.
+ */
+export const ProjectUpdateSchema = z.strictObject({
+  description: ProjectConfigSchema.shape.description.unwrap().optional(),
+  default_model: z.string().max(128).nullable().optional(),
+  protected_paths: z.array(RelativePathSchema).max(64).optional(),
+  approval_policy: ApprovalPolicySchema.optional().describe(APPROVAL_POLICY_HELP),
+  approval_timeout_seconds: ApprovalTimeoutSchema.optional(),
+  approval_denial_message: z.string().min(1).max(2048).nullable().optional(),
+  network: NetworkPolicySchema.optional().describe(NETWORK_HELP),
+  setup: SetupSchema.optional(),
+  setup_network: NetworkPolicySchema.optional(),
+  setup_timeout_seconds: SetupTimeoutSchema.optional(),
+});
+export type ProjectUpdate = z.infer<typeof ProjectUpdateSchema>;
 
 /**
  * A config as a project object stored it. One stored before a limit existed lacks that limit:
@@ -243,6 +314,8 @@ export function projectSpec(config: ProjectConfig): ProjectSpec {
     env: config.env,
     limits: containerLimits(config.limits),
     workspace_isolation: config.workspace_isolation,
+    network: config.network,
+    setup_network: config.setup_network,
   };
 }
 

@@ -1,12 +1,21 @@
 import { DurableObject } from "cloudflare:workers";
+import { allowEntry, normalizeHost } from "../../../protocol/network.js";
+import { TunnelMethods } from "../../../protocol/tunnel.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import { randomHex } from "../auth/digest.js";
 import type { Env } from "../env.js";
 import { AppError, capture, fail, ok, type Result } from "../errors.js";
-import { createLog } from "../log.js";
+import { createLog, errorMessage } from "../log.js";
 import { decodeCursor, encodeCursor } from "../objects/cursor.js";
 import { objects } from "../objects/keys.js";
-import { DEFAULT_WORKSPACE, type Limits, type ProjectConfig } from "./project-config.js";
+import {
+  configProblem,
+  DEFAULT_WORKSPACE,
+  type Limits,
+  type ProjectConfig,
+  ProjectConfigSchema,
+  type ProjectUpdate,
+} from "./project-config.js";
 import { type IndexedStatus, ProjectStore, type SessionEntry, type WorkspaceEntry } from "./project-store.js";
 import { type DayUsageRow, type SessionUsageRow, UsageStore } from "./usage-store.js";
 
@@ -119,6 +128,47 @@ export class ProjectDurableObject extends DurableObject<Env> {
 
   async info(): Promise<Result<ProjectInfo>> {
     return capture(() => this.#info());
+  }
+
+  /**
+   * Changes what `project update` may change; the whole config is checked again before anything
+   * is written, so a bad value changes nothing. The project's host hears of new network policies.
+   */
+  async update(patch: ProjectUpdate): Promise<Result<ProjectInfo>> {
+    return capture(() => {
+      const project = this.#require();
+      const next = ProjectConfigSchema.safeParse({ ...project.config, ...patch });
+      if (!next.success)
+        throw new AppError("invalid_arguments", next.error.issues[0]?.message ?? "invalid config");
+      const problem = configProblem(next.data);
+      if (problem) throw new AppError("invalid_arguments", problem);
+      this.#store.setConfig(next.data);
+      if (patch.network !== undefined || patch.setup_network !== undefined) this.#pushNetwork(next.data);
+      return this.#info();
+    });
+  }
+
+  /**
+   * An `allow_project` answer to a network request: `host:port` joins the allowlist (a project
+   * whose network is not an allowlist is left as it is: nothing there asks). Idempotent.
+   */
+  async allowNetworkHost(input: {
+    host: string;
+    port: number;
+  }): Promise<Result<{ added: boolean; entry: string }>> {
+    return capture(() => {
+      const project = this.#require();
+      const entry = allowEntry(normalizeHost(input.host), input.port);
+      const network = project.config.network;
+      if (network.mode !== "allowlist" || network.allow.includes(entry)) return { added: false, entry };
+      const config = { ...project.config, network: { ...network, allow: [...network.allow, entry] } };
+      const checked = ProjectConfigSchema.safeParse(config);
+      if (!checked.success)
+        throw new AppError("invalid_arguments", `cannot add ${entry}: ${checked.error.issues[0]?.message}`);
+      this.#store.setConfig(checked.data);
+      this.#pushNetwork(checked.data);
+      return { added: true, entry };
+    });
   }
 
   async limits(): Promise<Result<Limits>> {
@@ -310,6 +360,29 @@ export class ProjectDurableObject extends DurableObject<Env> {
   }
 
   // ------------------------------------------------------------------ private
+
+  /** Tells the project's host (if it has one and it is connected) its new network policies; best effort. */
+  #pushNetwork(config: ProjectConfig): void {
+    const projectId = this.#require().id;
+    this.ctx.waitUntil(
+      objects
+        .hostRegistry(this.env)
+        .projectRequest({
+          projectId,
+          method: TunnelMethods.projectNetwork.name,
+          params: { network: config.network, setup_network: config.setup_network },
+        })
+        .then((sent) => {
+          if (!sent.ok)
+            this.#log.info("the project's host did not take its network policies now", {
+              error: sent.error.message,
+            });
+        })
+        .catch((err: unknown) =>
+          this.#log.warn("could not tell the host the project's network", { error: errorMessage(err) }),
+        ),
+    );
+  }
 
   #require() {
     const project = this.#store.project();

@@ -110,6 +110,10 @@ export class ProjectStore {
     );
   }
 
+  setConfig(config: ProjectConfig): void {
+    this.#sql.exec("UPDATE project SET config = ?", JSON.stringify(config));
+  }
+
   setHost(hostId: string | null): void {
     this.#sql.exec("UPDATE project SET host_id = ?", hostId);
   }

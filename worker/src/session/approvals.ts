@@ -3,6 +3,7 @@ import {
   type ApprovalDecision,
   type ApprovalRequest,
   allowanceCovers,
+  approvalSubject,
   callApprovalId,
   evaluatePolicies,
 } from "../../../protocol/approvals.js";
@@ -52,6 +53,8 @@ export interface ApprovalsDeps {
   activity(now: number): void;
   /** A caller tool call's gate was decided by a person or the deadline: the call goes on, or is refused. */
   callDecided(call: GatedCall, decision: ApprovalDecision): void;
+  /** An `allow_project` answer to a network request: the project's allowlist gets the host (audited). */
+  allowForProject(host: string, port: number, principal: ApprovalResponseInput["principal"]): void;
   log: Log;
 }
 
@@ -190,6 +193,13 @@ export class Approvals {
       );
     }
     if (row.state === "done") throw refusedAnswer(row);
+    const payload = ApprovalPayloadSchema.safeParse(row.payload);
+    const request = payload.success ? payload.data.request : null;
+    if (input.answer === "allow_project" && request?.kind !== "network")
+      throw new AppError(
+        "invalid_arguments",
+        "allow_project answers network requests only (it adds their host to the project's network allowlist)",
+      );
     // The token, or the OAuth grant (grt_…), that answered.
     const by = input.principal.tokenId;
     const outcome: ApprovalOutcome =
@@ -203,12 +213,19 @@ export class Approvals {
           }
         : {
             decision: "allow",
-            scope: input.answer === "allow_session" ? "session" : "once",
+            scope:
+              input.answer === "allow_session"
+                ? "session"
+                : input.answer === "allow_project"
+                  ? "project"
+                  : "once",
             by: "answer",
             answered_by: by,
           };
     if (!this.#pending.settle(row, outcome, { deliver: true })) throw refusedAnswer(row);
-    if (input.answer === "allow_session") this.#allowForSession(row);
+    if (input.answer === "allow_session" || input.answer === "allow_project") this.#allowForSession(row);
+    if (input.answer === "allow_project" && request?.host !== undefined && request.port !== undefined)
+      this.#d.allowForProject(request.host, request.port, input.principal);
     return { request_id: row.id, decision: outcome.decision, scope: outcome.scope };
   }
 
@@ -283,6 +300,15 @@ export class Approvals {
     }
     const settings = record.approvals;
     const verdict = evaluatePolicies(settings?.policies ?? [], request);
+    // The network policy alone opens hosts: a network request reaches here only when it did not,
+    // and an approval policy that would let it pass unasked does not ask, so it stays refused.
+    if (verdict.action === "allow" && request.kind === "network")
+      return {
+        decision: "deny",
+        scope: "once",
+        by: "policy",
+        message: `${approvalSubject(request)} is not in the network policy, and the approval policy does not ask about it`,
+      };
     if (verdict.action === "allow") return { decision: "allow", scope: "once", by: "policy" };
     if (verdict.action === "deny") {
       const rule = verdict.rule === null ? "the policy's default" : `rule ${verdict.rule + 1}`;
@@ -304,8 +330,8 @@ export class Approvals {
         message: `${MAX_WAITING_APPROVALS} approval requests already wait for an answer in this session; ask again later`,
       };
     }
-    // A person decides; `allow_session` will allow what this rule matched.
-    return { ask: verdict.match };
+    // A person decides; `allow_session` will allow what this rule matched (a network request: its host).
+    return { ask: request.kind === "network" ? approvalSubject(request) : verdict.match };
   }
 
   /** Records and announces a decision made the moment a request arrived; the decision the agent gets. */

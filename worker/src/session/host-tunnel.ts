@@ -24,6 +24,7 @@ import { checkResult, type ParsedParams, type SentResult } from "../../../protoc
 import {
   droidMessageId,
   type HostNotice,
+  type SessionNetwork,
   type SessionUsageParams,
   TunnelMethods,
 } from "../../../protocol/tunnel.js";
@@ -83,6 +84,12 @@ export interface HostTunnelHandlers {
   usage(report: SessionUsageParams): void;
   /** The session's agent pushed a branch through the host (told once per push id, however often sent). */
   gitPushed(event: GitPushed): void;
+  /** The host's gate refused a connection (told once per report id, however often sent). */
+  networkBlocked(params: ParsedParams<typeof TunnelMethods.networkBlocked>): void;
+  /** The hosts the session reached, as totals. */
+  networkUsage(report: ParsedParams<typeof TunnelMethods.networkUsage>): void;
+  /** The session's network, for the host's gate (in the hello's answer). */
+  networkHello(): SessionNetwork;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
   storedUsage(): UsageTotals | null;
   budgetUsd(): number | null;
@@ -138,6 +145,11 @@ export class HostTunnel {
         handlers.gitPushed(event);
         return {};
       })
+      .handle(TunnelMethods.networkBlocked, (params) => {
+        handlers.networkBlocked(params);
+        return {};
+      })
+      .onNotification(TunnelMethods.networkUsage, (report) => handlers.networkUsage(report))
       .onNotification(TunnelMethods.sessionUsage, (report) => handlers.usage(report))
       .onNotification(Cancelled, (params) =>
         handlers.cancel(String(params.requestId), params.reason ?? "the droid cancelled the call"),
@@ -326,6 +338,7 @@ export class HostTunnel {
       stored_event_seq: this.#h.storedEventSeq(),
       ...(usage ? { usage } : {}),
       ...(budget !== null ? { max_cost_usd: budget } : {}),
+      network: this.#h.networkHello(),
       config: this.#h.config(),
     };
   }

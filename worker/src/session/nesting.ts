@@ -7,6 +7,7 @@
  */
 
 import type { ApprovalPolicy } from "../../../protocol/approvals.js";
+import type { NetworkPolicy } from "../../../protocol/network.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
@@ -18,6 +19,8 @@ export interface ChildPlacement {
   workspaceId: string;
   /** The parent's approval policies: the child is never looser. */
   approvalPolicies: ApprovalPolicy[];
+  /** The parent's own network policies: neither here. */
+  networkPolicies: NetworkPolicy[];
 }
 
 /** What a parent says about itself when a child is asked for. */
@@ -28,6 +31,7 @@ export interface NestInfo {
   liveChildren: number;
   live: boolean;
   approvalPolicies: ApprovalPolicy[];
+  networkPolicies: NetworkPolicy[];
 }
 
 export async function placeChild(
@@ -62,5 +66,6 @@ export async function placeChild(
     depth,
     workspaceId: request.workspaceId ?? parent.workspaceId,
     approvalPolicies: parent.approvalPolicies,
+    networkPolicies: parent.networkPolicies,
   };
 }

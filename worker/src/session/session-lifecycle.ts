@@ -89,6 +89,7 @@ export class SessionLifecycle {
       image: input.image,
       agent: input.agent,
       ...(input.approvals ? { approvals: { ...input.approvals, allowances: [] } } : {}),
+      ...(input.network?.length ? { network: { policies: input.network, usage: null } } : {}),
       issuedTokenId: input.droidKey?.issuedTokenId ?? null,
       parentId: input.parent?.sessionId ?? null,
       depth: input.parent?.depth ?? 0,
@@ -134,7 +135,11 @@ export class SessionLifecycle {
       workspace: input.workspace,
       project: input.project,
       // The droid's key rides in its environment only (never in an event or a log).
-      spec: { agent: input.agent, ...(input.droidKey ? { env: input.droidKey.env } : {}) },
+      spec: {
+        agent: input.agent,
+        ...(input.droidKey ? { env: input.droidKey.env } : {}),
+        ...(input.network?.length ? { network: input.network } : {}),
+      },
     });
     if (!started.ok) return this.#failStart(started);
     // The lifetime rules run from here on.
@@ -269,6 +274,7 @@ export class SessionLifecycle {
       liveChildren: statuses.filter((s) => s !== null && isLive(s)).length,
       live: isLive(record.status),
       approvalPolicies: record.approvals?.policies ?? [],
+      networkPolicies: record.network?.policies ?? [],
     };
   }
 

@@ -18,6 +18,7 @@ import { McpFanout } from "./mcp-fanout.js";
 import { MessageNotices } from "./message-notices.js";
 import { Presence } from "./presence.js";
 import { SessionLifecycle } from "./session-lifecycle.js";
+import { SessionNetworkPart } from "./session-network.js";
 import { isLive } from "./session-record.js";
 import { SessionState } from "./session-state.js";
 import { SessionStore } from "./session-store.js";
@@ -120,6 +121,7 @@ export function wireSession(ctx: DurableObjectState, env: Env): SessionParts {
       const outcome = gated.decided(call, decision);
       if (outcome) tunnel.sendOutcome(call.id, outcome);
     },
+    allowForProject: (host, port, principal) => network.allowForProject(host, port, principal),
     log: state.log,
   });
   gated = new GatedCalls({ record, approvals: approvals, calls: calls });
@@ -134,12 +136,14 @@ export function wireSession(ctx: DurableObjectState, env: Env): SessionParts {
     scheduleAlarm,
   });
   lifetime = new Lifetime({ record, countWaiting: () => calls.countWaiting() });
+  const network = new SessionNetworkPart({ env, state, events, waitUntil });
   const views = new SessionViews({
     state,
     events,
     calls,
     approvals,
     presence,
+    network,
     waiters,
     busy: () => lifetime.busy(),
     stillValid: (principal) => stillValid(env, principal),
@@ -199,6 +203,9 @@ export function wireSession(ctx: DurableObjectState, env: Env): SessionParts {
     messageDelivered: (seq) => messageNotices.delivered(seq),
     usage: (report) => host.usage(report),
     gitPushed: (event) => host.gitPushed(event),
+    networkBlocked: ({ blocked_id, ...event }) => network.blocked(blocked_id, event),
+    networkUsage: (report) => network.usage(report),
+    networkHello: () => network.hello(),
     childMessage: (params) => host.spawnChild(params),
     ownEvents: (params) => host.ownEvents(params),
     oublietteTools: (apiKey) => host.oublietteTools(apiKey),

@@ -2,6 +2,8 @@ import { z } from "zod";
 import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
 import { ApprovalPolicySchema, SessionAllowanceSchema } from "../../../protocol/approvals.js";
 import { CallerToolSchema } from "../../../protocol/caller-tools.js";
+import { NetworkPolicySchema } from "../../../protocol/network.js";
+import { NetworkUsageSchema } from "../../../protocol/network-activity.js";
 import { UsageTotalsSchema } from "../../../protocol/usage.js";
 import type { RecordFormat, SameShape } from "../objects/stored-record.js";
 import type { SessionRecord } from "./session-record.js";
@@ -56,6 +58,14 @@ const SessionRecordSchema = z.object({
       timeoutMs: z.number(),
       denialMessage: z.string(),
       allowances: z.array(SessionAllowanceSchema),
+    })
+    .optional(),
+  network: z
+    .object({
+      policies: z.array(NetworkPolicySchema),
+      usage: NetworkUsageSchema.nullable(),
+      blockedCount: z.number().int().nonnegative().optional(),
+      recentBlockedIds: z.array(z.string()).optional(),
     })
     .optional(),
 });

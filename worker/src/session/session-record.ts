@@ -1,7 +1,10 @@
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonMap } from "../../../protocol/json.js";
+import type { NetworkPolicy } from "../../../protocol/network.js";
+import type { NetworkUsage } from "../../../protocol/network-activity.js";
 import type { UsageTotals } from "../../../protocol/usage.js";
 import type { OpenApproval } from "./approval-records.js";
+import type { NetworkInfo } from "./session-network.js";
 import type { CallerPresence, SessionAgentSpec, SessionApprovals } from "./types.js";
 
 /** A caller tool request that waits for the caller's answer, as `session get` and `session pending` list it. */
@@ -62,6 +65,13 @@ export interface SessionRecord {
   recentPushIds?: string[];
   /** What its agent asks before acting, and what was allowed for the session (absent: nothing). */
   approvals?: SessionApprovals;
+  /** Its own network policy, what the host's gate reported of it, and the refusals already told. */
+  network?: {
+    policies: NetworkPolicy[];
+    usage: NetworkUsage | null;
+    blockedCount?: number;
+    recentBlockedIds?: string[];
+  };
 }
 
 /** What `session get` (and spawn) return. */
@@ -95,6 +105,8 @@ export interface SessionInfo {
   /** What its agent asks before acting: the policies applied (strictest wins), and what was allowed for the session. */
   approval_policies: SessionApprovals["policies"];
   session_allowances: SessionApprovals["allowances"];
+  /** Its own network policy (null: the project's alone), the hosts it reached, and how many connections were refused. */
+  network: NetworkInfo;
   /** A turn or a caller tool call is in flight (the session is not idle). */
   busy: boolean;
   idle_timeout_seconds: number;

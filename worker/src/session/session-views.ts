@@ -5,6 +5,7 @@ import type { CallerCalls } from "./caller-calls.js";
 import type { EventLog } from "./event-log.js";
 import type { EventWaiters } from "./event-waiters.js";
 import type { Presence } from "./presence.js";
+import type { SessionNetworkPart } from "./session-network.js";
 import type { PendingRequests, SessionInfo } from "./session-record.js";
 import type { SessionState } from "./session-state.js";
 import type { EventsPage } from "./types.js";
@@ -22,6 +23,7 @@ export interface SessionViewsDeps {
   calls: Pick<CallerCalls, "countWaiting" | "waiting">;
   approvals: Pick<Approvals, "countWaiting" | "open">;
   presence: Pick<Presence, "pollStarted" | "pollEnded">;
+  network: Pick<SessionNetworkPart, "info">;
   waiters: EventWaiters;
   /** Whether a turn or a caller tool call is in flight. */
   busy(): boolean;
@@ -63,6 +65,7 @@ export class SessionViews {
       ...this.#openRequests(),
       approval_policies: r.approvals?.policies ?? [],
       session_allowances: r.approvals?.allowances ?? [],
+      network: this.#d.network.info(),
       busy: this.#d.busy(),
       idle_timeout_seconds: Math.round(r.idleTimeoutMs / 1000),
       max_lifetime_seconds: Math.round(r.maxLifetimeMs / 1000),

@@ -11,7 +11,8 @@ export const approvalResponseTool = defineTool({
   description:
     "Answer an approval_request (from a notification on logger oubliette.approval, session events or session " +
     "pending): allow runs the action once; allow_session also allows the rest of the session's requests of " +
-    "that kind and pattern unasked; deny refuses it, and message is what the agent is told. Any writer of the " +
+    "that kind and pattern unasked; allow_project (network requests only) adds the host to the project's " +
+    "network allowlist; deny refuses it, and message is what the agent is told. Any writer of the " +
     "session's project may answer; the first answer decides, later ones are refused, and a request nobody " +
     "answers by its deadline is denied.",
   action: {
@@ -29,7 +30,7 @@ export const approvalResponseTool = defineTool({
       session_id: SessionIdSchema.describe("session_id of the approval_request event."),
       request_id: ApprovalIdSchema.describe("request_id of the approval_request event."),
       decision: ApprovalAnswerSchema.describe(
-        "allow (once), allow_session (this kind and pattern from now on) or deny.",
+        "allow (once), allow_session (this kind and pattern from now on), allow_project (a network request's host, for the project) or deny.",
       ),
       message: z
         .string()

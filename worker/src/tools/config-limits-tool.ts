@@ -9,7 +9,7 @@ export const configLimitsTool = defineTool({
   name: "config_limits",
   title: "A project's limits",
   description:
-    "The project's recursion, agent, cost, container and session-lifetime limits, and its approval policy (what agents ask before acting).",
+    "The project's recursion, agent, cost, container and session-lifetime limits, its approval policy (what agents ask before acting), and its network and setup (what agents and setup commands may reach).",
   action: {
     description: "Get the project's limits.",
     access: "read",
@@ -27,6 +27,12 @@ export const configLimitsTool = defineTool({
           policy: info.approval_policy,
           timeout_seconds: info.approval_timeout_seconds,
           denial_message: info.approval_denial_message ?? DEFAULT_DENIAL_MESSAGE,
+        },
+        network: info.network,
+        setup: {
+          steps: info.setup.length,
+          network: info.setup_network,
+          timeout_seconds: info.setup_timeout_seconds,
         },
       };
     },

@@ -1,4 +1,9 @@
 import { z } from "zod";
+import {
+  DEFAULT_NETWORK_POLICY,
+  DEFAULT_SETUP_NETWORK_POLICY,
+  NETWORK_PRESETS,
+} from "../../../protocol/network.js";
 import { can, visibleProjects } from "../auth/access.js";
 import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
@@ -10,8 +15,10 @@ import {
   CONTAINER_TYPES,
   configProblem,
   DEFAULT_LIMITS,
+  NETWORK_HELP,
   ProjectConfigSchema,
   ProjectIdSchema,
+  ProjectUpdateSchema,
 } from "../projects/project-config.js";
 import { APPROVAL_OPTIONS } from "./approval-options.js";
 import { action, defineActionTool } from "./define.js";
@@ -83,6 +90,25 @@ export const projectTool = defineActionTool({
         };
       },
     }),
+    update: action({
+      description:
+        "Change a project's settings that need no new container: description, default_model, protected_paths, approvals, network, setup. What is absent stays; a bad value changes nothing. The project's host applies a new network policy at once.",
+      access: "write",
+      target: "project",
+      timing: "sync",
+      example: {
+        project_id: EXAMPLE_PROJECT,
+        network: { mode: "allowlist", presets: ["package-registries"], allow: ["docs.example.com"] },
+        setup: ["npm ci"],
+      },
+      input: ProjectUpdateSchema.extend({ project_id: ProjectIdSchema }),
+      async handler({ project_id, ...patch }, ctx) {
+        ctx.authorizeProject(project_id);
+        if (Object.keys(patch).length === 0)
+          throw new AppError("invalid_arguments", "give at least one setting to change");
+        return unwrap(await objects.project(ctx.env, project_id).update(patch));
+      },
+    }),
     delete: action({
       description:
         "Delete a project, its workspaces and its project-scoped tokens. Refused while sessions run unless force is true.",
@@ -120,7 +146,7 @@ export const projectTool = defineActionTool({
     }),
     options: action({
       description:
-        "What project create accepts: its fields (create_schema, a JSON Schema), container types, agents, default limits, approval policies (with examples).",
+        "What project create accepts: its fields (create_schema, a JSON Schema), container types, agents, default limits, approval policies (with examples), network policies and their presets.",
       access: "read",
       target: "global",
       timing: "sync",
@@ -133,6 +159,12 @@ export const projectTool = defineActionTool({
           agents: AGENTS,
           default_limits: DEFAULT_LIMITS,
           approvals: APPROVAL_OPTIONS,
+          network: {
+            help: NETWORK_HELP,
+            default: DEFAULT_NETWORK_POLICY,
+            setup_default: DEFAULT_SETUP_NETWORK_POLICY,
+            presets: NETWORK_PRESETS,
+          },
           can_create: can(ctx.principal, "write", { kind: "global" }),
         };
       },

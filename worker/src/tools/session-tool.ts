@@ -3,6 +3,7 @@ import { AgentRuntimeSchema } from "../../../protocol/agent-runtimes.js";
 import { ApprovalPolicySchema, ApprovalTimeoutSchema } from "../../../protocol/approvals.js";
 import { CallerIdSchema, CallerToolDeclarationSchema } from "../../../protocol/caller-tools.js";
 import { SessionIdSchema as SessionIdFormat } from "../../../protocol/ids.js";
+import { NetworkPolicySchema } from "../../../protocol/network.js";
 import { GitBranchSchema } from "../../../protocol/tunnel-projects.js";
 import { AppError, unwrap } from "../errors.js";
 import { withChildEvents } from "../flows/child-events.js";
@@ -15,7 +16,12 @@ import {
 } from "../flows/session-spawn.js";
 import { waitForEvents } from "../flows/wait-for-events.js";
 import { objects } from "../objects/keys.js";
-import { APPROVAL_POLICY_HELP, ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import {
+  APPROVAL_POLICY_HELP,
+  NETWORK_HELP,
+  ProjectIdSchema,
+  WorkspaceIdSchema,
+} from "../projects/project-config.js";
 import { CALLER_PRESENCE } from "../session/types.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT, EXAMPLE_SESSION } from "./examples.js";
@@ -131,6 +137,9 @@ export const sessionTool = defineActionTool({
         ),
         approval_timeout_seconds: ApprovalTimeoutSchema.optional().describe(
           "How long its approval requests wait for an answer before they are denied (default: the project's).",
+        ),
+        network: NetworkPolicySchema.optional().describe(
+          `This session's own network policy, applied with its project's (a connection must pass both: a session can only reach less). ${NETWORK_HELP}`,
         ),
         wait: z
           .boolean()

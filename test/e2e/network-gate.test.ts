@@ -1,0 +1,288 @@
+/**
+ * The network gate end to end, with real containers: the Worker, a Docker host-agent whose gate
+ * maps the fixture registry's name (and an echo service's) to this machine's loopback (its test
+ * flag), the scripted droid running commands in its container as its agent's shell would. The
+ * container has no network: every request goes through the runner's proxy to the host's gate,
+ * which decides it by the project's and the session's policies, and refuses loopback and the
+ * host's own ports whatever they say. Asserted on the container's files, on what the registry was
+ * asked, on the session's events and `session get`, on the audit log, and on what the droid's
+ * commands printed. Nothing leaves loopback.
+ */
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import Dockerode from "dockerode";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { SessionEvent } from "../../protocol/events.js";
+import { FIXTURE, type NpmRegistry, startNpmRegistry } from "../fixtures/npm-registry/index.js";
+import { TestCaller } from "../support/caller.js";
+import { execAs, projectContainer } from "../support/docker-exec.js";
+import { TestStack } from "../support/stack.js";
+import { followUntilReady, runStep } from "./support.js";
+
+const REGISTRY = "registry.oubliette.test";
+const WEB = "web.oubliette.test";
+
+let stack: TestStack;
+let caller: TestCaller;
+let registry: NpmRegistry;
+let web: Server;
+let webPort = 0;
+const webSeen: { method: string; host: string; url: string }[] = [];
+const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+
+beforeAll(async () => {
+  registry = await startNpmRegistry();
+  web = createServer((req, res) => {
+    webSeen.push({ method: req.method ?? "", host: req.headers.host ?? "", url: req.url ?? "" });
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end("hello from the web\n");
+  });
+  await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+  webPort = (web.address() as { port: number }).port;
+  stack = await TestStack.start();
+  await stack.addHost({
+    runtime: "docker",
+    image: inject("droidImage"),
+    extraEnv: { OUBLIETTE_EGRESS_TEST_RESOLVE: `${REGISTRY}=127.0.0.1,${WEB}=127.0.0.1` },
+  });
+  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
+}, 180_000);
+
+afterAll(async () => {
+  await caller?.close();
+  await stack?.stop();
+  await registry?.close();
+  web?.close();
+});
+
+async function project(extra: Record<string, unknown>): Promise<string> {
+  const created = await caller.ok<{ project_id: string }>("project", {
+    action: "create",
+    name: `net-${crypto.randomUUID().slice(0, 12)}`,
+    ...extra,
+  });
+  return created.project_id;
+}
+
+async function droid(projectId: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const { session_id } = await caller.ok<{ session_id: string }>("session", {
+    action: "spawn",
+    project_id: projectId,
+    new_session: true,
+    ...extra,
+  });
+  await followUntilReady(caller, session_id, "ant", []);
+  return session_id;
+}
+
+/** Runs an argv as the session's agent (its uid, its environment, in its workspace). */
+async function sh(sessionId: string, command: string, timeoutMs = 90_000) {
+  const out = await runStep(
+    caller,
+    sessionId,
+    { op: "exec", argv: ["sh", "-c", command], timeout_ms: timeoutMs - 5_000 },
+    timeoutMs,
+  );
+  return {
+    code: out.exit_code as number | null,
+    stdout: String(out.stdout ?? ""),
+    stderr: String(out.stderr ?? ""),
+  };
+}
+
+const npmInstall = `npm install --no-audit --no-fund --fetch-retries=0 --registry http://${REGISTRY}:PORT/ ${FIXTURE.greeter}`;
+
+function eventsOf(sessionId: string, type: SessionEvent["type"]) {
+  return caller.events.filter((e) => e.session_id === sessionId && e.type === type);
+}
+
+describe("an allowlist naming the registry", () => {
+  let projectId: string;
+  let sessionId: string;
+
+  beforeAll(async () => {
+    projectId = await project({ network: { mode: "allowlist", allow: [`${REGISTRY}:${registry.port}`] } });
+    sessionId = await droid(projectId);
+  }, 120_000);
+
+  it("npm install by name works in the container, through the host, and its bytes are counted", async () => {
+    const before = registry.requests.length;
+    const run = await sh(sessionId, npmInstall.replace("PORT", String(registry.port)));
+    expect(run.code, run.stderr).toBe(0);
+    // The package is in the workspace, and runs there.
+    const container = await projectContainer(docker, projectId);
+    const greeting = await execAs(container, "1000", [
+      "node",
+      "-e",
+      `process.chdir("/workspace/default"); process.stdout.write(require("${FIXTURE.greeter}").greet("gate"))`,
+    ]);
+    expect(greeting.out).toBe("hello, gate!");
+    // The registry was asked by its name: the request came through the host's gate.
+    const asked = registry.requests.slice(before);
+    expect(asked.length).toBe(4);
+    for (const r of asked) expect(r.host).toBe(`${REGISTRY}:${registry.port}`);
+    await expect
+      .poll(
+        async () => {
+          const info = await caller.ok<{
+            network: { hosts: { host: string; bytes_in: number; connections: number }[] };
+          }>("session", { action: "get", session_id: sessionId });
+          return info.network.hosts.find((h) => h.host === REGISTRY)?.bytes_in ?? 0;
+        },
+        { timeout: 15_000 },
+      )
+      .toBeGreaterThan(1_000);
+  });
+
+  it("a host it does not list is refused with the gate's reason, as an event and an audit entry", async () => {
+    const run = await sh(sessionId, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/`);
+    expect(run.stdout).toBe("403");
+    const blocked = await caller.waitFor(
+      (e) => e.session_id === sessionId && e.type === "network_blocked" && e.host === WEB,
+      20_000,
+      "network_blocked",
+    );
+    expect(blocked).toMatchObject({ port: webPort, method: "GET", code: "not_listed", source: "project" });
+    expect(webSeen.length).toBe(0);
+    await expect
+      .poll(async () => {
+        const log = await caller.ok<{ entries: { action: string; target: string; outcome: string }[] }>(
+          "audit",
+          {
+            action_prefix: "network.",
+          },
+        );
+        return log.entries.some(
+          (e) => e.action === "network.blocked" && e.target.includes(`${WEB}:${webPort}`),
+        );
+      })
+      .toBe(true);
+  });
+});
+
+describe("the default network (off)", () => {
+  it("npm install fails within seconds with the gate's reason", async () => {
+    const projectId = await project({});
+    const sessionId = await droid(projectId);
+    const started = Date.now();
+    const run = await sh(sessionId, npmInstall.replace("PORT", String(registry.port)));
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(run.code).not.toBe(0);
+    expect(run.stdout + run.stderr).toContain("Oubliette gate: the project's network policy is off");
+    const blocked = await caller.waitFor(
+      (e) => e.session_id === sessionId && e.type === "network_blocked",
+      20_000,
+      "network_blocked",
+    );
+    expect(blocked).toMatchObject({ host: REGISTRY, port: registry.port, code: "off" });
+  });
+});
+
+describe("open", () => {
+  let sessionId: string;
+  beforeAll(async () => {
+    sessionId = await droid(await project({ network: { mode: "open" } }));
+  }, 120_000);
+
+  it("refuses loopback, localhost, [::1] and the host's own ports, plain and tunnelled", async () => {
+    const workerPort = new URL(stack.url).port;
+    const targets = [
+      `http://127.0.0.1:${workerPort}/`,
+      `http://localhost:${workerPort}/`,
+      `http://[::1]:${workerPort}/`,
+      `http://127.0.0.1:${registry.port}/`,
+      `https://127.0.0.1:${workerPort}/`,
+      `https://localhost:${webPort}/`,
+    ];
+    for (const target of targets) {
+      const run = await sh(
+        sessionId,
+        `curl -sS -g -o /dev/null -w '%{http_code}' '${target}' 2>&1; echo " exit=$?"`,
+      );
+      // Plain HTTP: the gate's 403. HTTPS: curl's "CONNECT tunnel failed, response 403".
+      expect(run.stdout, target).toMatch(/403/);
+    }
+    expect(webSeen.length).toBe(0);
+    const blocked = eventsOf(sessionId, "network_blocked");
+    expect(blocked.every((e) => e.type === "network_blocked" && e.code === "address")).toBe(true);
+  });
+
+  it("a program that ignores the proxy settings reaches nothing: the container has no network", async () => {
+    const workerPort = Number(new URL(stack.url).port);
+    const probe =
+      `const s = require("net").connect(${workerPort}, "127.0.0.1");` +
+      `s.on("connect", () => { console.log("connected"); process.exit(0); });` +
+      `s.on("error", (e) => { console.log(e.code); process.exit(0); });`;
+    const run = await sh(sessionId, `node -e '${probe}'`);
+    // The container's loopback is its own: the Worker listening on the host's is not there.
+    expect(run.stdout.trim()).toBe("ECONNREFUSED");
+    const container = await projectContainer(
+      docker,
+      (await caller.ok<{ project_id: string }>("session", { action: "get", session_id: sessionId }))
+        .project_id,
+    );
+    const info = await container.inspect();
+    expect(info.HostConfig.NetworkMode).toBe("none");
+  });
+});
+
+describe("who a request is", () => {
+  it("one session's proxy credential is refused on another session's requests; the exec identity counts as the project", async () => {
+    const projectId = await project({ network: { mode: "allowlist", allow: [`${WEB}:${webPort}`] } });
+    const a = await droid(projectId);
+    const b = await droid(projectId);
+    // A's proxy URL, read from outside (no process of B can read A's environment).
+    const container = await projectContainer(docker, projectId);
+    const top = await container.top();
+    const pidAt = top.Titles.indexOf("PID");
+    let proxyOfA = "";
+    for (const row of top.Processes) {
+      const environ = (() => {
+        try {
+          return readFileSync(`/proc/${row[pidAt]}/environ`, "latin1").split("\0");
+        } catch {
+          return [];
+        }
+      })();
+      if (environ.includes(`OUBLIETTE_SESSION_ID=${a}`))
+        proxyOfA =
+          environ.find((kv) => kv.startsWith("HTTP_PROXY="))?.slice("HTTP_PROXY=".length) ?? proxyOfA;
+    }
+    expect(proxyOfA).toMatch(/^http:\/\/oubliette:oubp_[0-9a-f]{48}@127\.0\.0\.1:\d+$/);
+    const own = await sh(b, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/own`);
+    expect(own.stdout).toBe("200");
+    const stolen = await sh(b, `curl -sS -x '${proxyOfA}' http://${WEB}:${webPort}/stolen`);
+    expect(stolen.stdout).toContain("belongs to another session");
+    expect(webSeen.map((s) => s.url)).toContain("/own");
+    expect(webSeen.map((s) => s.url)).not.toContain("/stolen");
+    // A user's command counts as the project: allowed when listed, refused (and audited) when not.
+    const listed = await caller.ok<{ stdout: string }>("container", {
+      action: "exec",
+      project_id: projectId,
+      command: ["curl", "-sS", `http://${WEB}:${webPort}/exec`],
+    });
+    expect(listed.stdout).toBe("hello from the web\n");
+    const refused = await caller.ok<{ stdout: string }>("container", {
+      action: "exec",
+      project_id: projectId,
+      command: [
+        "curl",
+        "-sS",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        `http://${REGISTRY}:${registry.port}/`,
+      ],
+    });
+    expect(refused.stdout).toBe("403");
+    await expect
+      .poll(async () => {
+        const log = await caller.ok<{ entries: { action: string; target: string }[] }>("audit", {
+          action_prefix: "network.",
+        });
+        return log.entries.some((e) => e.action === "network.blocked.exec" && e.target.startsWith(projectId));
+      })
+      .toBe(true);
+  });
+});
