@@ -4,12 +4,13 @@
  * flag), the scripted droid running commands in its container as its agent's shell would. The
  * container has no network: every request goes through the runner's proxy to the host's gate,
  * which decides it by the project's and the session's policies, and refuses loopback and the
- * host's own ports whatever they say. Asserted on the container's files, on what the registry was
+ * host's own addresses whatever they say. Asserted on the container's files, on what the registry was
  * asked, on the session's events and `session get`, on the audit log, and on what the droid's
  * commands printed. Nothing leaves loopback.
  */
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { networkInterfaces } from "node:os";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
@@ -112,14 +113,15 @@ describe("an allowlist naming the registry", () => {
     // The package is in the workspace, and runs there.
     const container = await projectContainer(docker, projectId);
     const greeting = await execAs(container, "1000", [
-      "node",
-      "-e",
-      `process.chdir("/workspace/default"); process.stdout.write(require("${FIXTURE.greeter}").greet("gate"))`,
+      "sh",
+      "-c",
+      `cd /workspace/default && node -e 'process.stdout.write(require("${FIXTURE.greeter}").greet("gate"))'`,
     ]);
     expect(greeting.out).toBe("hello, gate!");
     // The registry was asked by its name: the request came through the host's gate.
     const asked = registry.requests.slice(before);
-    expect(asked.length).toBe(4);
+    // Two packuments and two tarballs (npm may ask a packument twice, as it does without a proxy).
+    expect(asked.filter((r) => r.path.endsWith(".tgz")).length).toBe(2);
     for (const r of asked) expect(r.host).toBe(`${REGISTRY}:${registry.port}`);
     await expect
       .poll(
@@ -184,8 +186,13 @@ describe("open", () => {
     sessionId = await droid(await project({ network: { mode: "open" } }));
   }, 120_000);
 
-  it("refuses loopback, localhost, [::1] and the host's own ports, plain and tunnelled", async () => {
+  it("refuses loopback, localhost, [::1] and the host's own addresses, plain and tunnelled", async () => {
     const workerPort = new URL(stack.url).port;
+    // The host's own (non-loopback) address: the gate refuses it before it would connect.
+    const own = Object.values(networkInterfaces())
+      .flatMap((list) => list ?? [])
+      .filter((a) => !a.internal && a.family === "IPv4")
+      .map((a) => `http://${a.address}:${workerPort}/`);
     const targets = [
       `http://127.0.0.1:${workerPort}/`,
       `http://localhost:${workerPort}/`,
@@ -193,11 +200,14 @@ describe("open", () => {
       `http://127.0.0.1:${registry.port}/`,
       `https://127.0.0.1:${workerPort}/`,
       `https://localhost:${webPort}/`,
+      ...own.slice(0, 1),
     ];
     for (const target of targets) {
+      // Sent to the gate even for loopback (--noproxy ''): NO_PROXY keeps the container's own
+      // loopback out of the proxy, and that loopback is the container's, where nothing listens.
       const run = await sh(
         sessionId,
-        `curl -sS -g -o /dev/null -w '%{http_code}' '${target}' 2>&1; echo " exit=$?"`,
+        `curl -sS -g --noproxy '' -o /dev/null -w '%{http_code}' '${target}' 2>&1; echo " exit=$?"`,
       );
       // Plain HTTP: the gate's 403. HTTPS: curl's "CONNECT tunnel failed, response 403".
       expect(run.stdout, target).toMatch(/403/);
