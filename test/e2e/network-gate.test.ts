@@ -296,3 +296,111 @@ describe("who a request is", () => {
       .toBe(true);
   });
 });
+
+describe("a host the allowlist does not list, put to a person", () => {
+  let projectId: string;
+  let sessionId: string;
+  type Asked = Extract<SessionEvent, { type: "approval_request" }>;
+
+  beforeAll(async () => {
+    projectId = await project({
+      network: { mode: "allowlist", allow: [] },
+      approval_policy: { rules: [{ kind: "network", action: "ask" }], default: "allow" },
+    });
+    sessionId = await droid(projectId);
+  }, 120_000);
+
+  /** The droid fetches `path` from the web service; resolves with curl's status line and the request it caused. */
+  function fetchAsked(path: string) {
+    const before = caller.events.length;
+    const run = sh(sessionId, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}${path}`);
+    const asked = () =>
+      caller.waitFor(
+        (e) => e.session_id === sessionId && e.type === "approval_request" && caller.events.indexOf(e) >= before,
+        30_000,
+        "the network approval request",
+      ) as Promise<Asked>;
+    return { run, asked };
+  }
+
+  function answer(requestId: string, decision: string, message?: string) {
+    return caller.ok("approval_response", {
+      session_id: sessionId,
+      request_id: requestId,
+      decision,
+      ...(message ? { message } : {}),
+    });
+  }
+
+  it("allow once: the person sees the host and port, this request passes, the next one asks again", async () => {
+    const first = fetchAsked("/once");
+    const asked = await first.asked();
+    expect(asked).toMatchObject({ kind: "network", host: WEB, port: webPort, method: "GET" });
+    await answer(asked.request_id, "allow");
+    expect((await first.run).stdout).toBe("200");
+    expect(webSeen.map((s) => s.url)).toContain("/once");
+    const second = fetchAsked("/again");
+    const again = await second.asked();
+    await answer(again.request_id, "deny", "not twice");
+    expect((await second.run).stdout).toBe("403");
+    expect(webSeen.map((s) => s.url)).not.toContain("/again");
+    const blocked = await caller.waitFor(
+      (e) => e.session_id === sessionId && e.type === "network_blocked" && e.code === "approval",
+    );
+    expect(blocked).toMatchObject({ host: WEB, port: webPort });
+    if (blocked.type === "network_blocked") expect(blocked.reason).toContain("not twice");
+  });
+
+  it("allow for the session: later requests to that host pass unasked", async () => {
+    const first = fetchAsked("/session-1");
+    await answer((await first.asked()).request_id, "allow_session");
+    expect((await first.run).stdout).toBe("200");
+    const asksBefore = eventsOf(sessionId, "approval_request").length;
+    const run = await sh(sessionId, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/session-2`);
+    expect(run.stdout).toBe("200");
+    expect(eventsOf(sessionId, "approval_request").length).toBe(asksBefore);
+  });
+
+  it("allow for the project: the host joins the project's allowlist (audited), and other sessions pass unasked", async () => {
+    const other = await project({
+      network: { mode: "allowlist", allow: [] },
+      approval_policy: { rules: [{ kind: "network", action: "ask" }], default: "allow" },
+    });
+    const first = await droid(other);
+    const before = caller.events.length;
+    const run = sh(first, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/project-1`);
+    const asked = (await caller.waitFor(
+      (e) => e.session_id === first && e.type === "approval_request" && caller.events.indexOf(e) >= before,
+      30_000,
+    )) as Asked;
+    await caller.ok("approval_response", { session_id: first, request_id: asked.request_id, decision: "allow_project" });
+    expect((await run).stdout).toBe("200");
+    await expect
+      .poll(async () => {
+        const info = await caller.ok<{ network: { allow: string[] } }>("project", { action: "get", project_id: other });
+        return info.network.allow;
+      })
+      .toEqual([`${WEB}:${webPort}`]);
+    await expect
+      .poll(async () => {
+        const log = await caller.ok<{ entries: { action: string; target: string; outcome: string }[] }>("audit", {
+          action_prefix: "project.network_allow",
+        });
+        return log.entries.some((e) => e.target === `${other} ${WEB}:${webPort}` && e.outcome === "ok");
+      })
+      .toBe(true);
+    const second = await droid(other);
+    const asksBefore = caller.events.filter((e) => e.type === "approval_request").length;
+    const passed = await sh(second, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/project-2`);
+    expect(passed.stdout).toBe("200");
+    expect(caller.events.filter((e) => e.type === "approval_request").length).toBe(asksBefore);
+  });
+
+  it("nobody answers: the request is refused at its deadline", async () => {
+    const quick = await droid(projectId, { approval_timeout_seconds: 2 });
+    const run = await sh(quick, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/late`);
+    expect(run.stdout).toBe("403");
+    await caller.waitFor((e) => e.session_id === quick && e.type === "approval_expired");
+    expect(webSeen.map((s) => s.url)).not.toContain("/late");
+  });
+});
