@@ -316,7 +316,8 @@ describe("a host the allowlist does not list, put to a person", () => {
     const run = sh(sessionId, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}${path}`);
     const asked = () =>
       caller.waitFor(
-        (e) => e.session_id === sessionId && e.type === "approval_request" && caller.events.indexOf(e) >= before,
+        (e) =>
+          e.session_id === sessionId && e.type === "approval_request" && caller.events.indexOf(e) >= before,
         30_000,
         "the network approval request",
       ) as Promise<Asked>;
@@ -356,7 +357,10 @@ describe("a host the allowlist does not list, put to a person", () => {
     await answer((await first.asked()).request_id, "allow_session");
     expect((await first.run).stdout).toBe("200");
     const asksBefore = eventsOf(sessionId, "approval_request").length;
-    const run = await sh(sessionId, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/session-2`);
+    const run = await sh(
+      sessionId,
+      `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/session-2`,
+    );
     expect(run.stdout).toBe("200");
     expect(eventsOf(sessionId, "approval_request").length).toBe(asksBefore);
   });
@@ -373,25 +377,38 @@ describe("a host the allowlist does not list, put to a person", () => {
       (e) => e.session_id === first && e.type === "approval_request" && caller.events.indexOf(e) >= before,
       30_000,
     )) as Asked;
-    await caller.ok("approval_response", { session_id: first, request_id: asked.request_id, decision: "allow_project" });
+    await caller.ok("approval_response", {
+      session_id: first,
+      request_id: asked.request_id,
+      decision: "allow_project",
+    });
     expect((await run).stdout).toBe("200");
     await expect
       .poll(async () => {
-        const info = await caller.ok<{ network: { allow: string[] } }>("project", { action: "get", project_id: other });
+        const info = await caller.ok<{ network: { allow: string[] } }>("project", {
+          action: "get",
+          project_id: other,
+        });
         return info.network.allow;
       })
       .toEqual([`${WEB}:${webPort}`]);
     await expect
       .poll(async () => {
-        const log = await caller.ok<{ entries: { action: string; target: string; outcome: string }[] }>("audit", {
-          action_prefix: "project.network_allow",
-        });
+        const log = await caller.ok<{ entries: { action: string; target: string; outcome: string }[] }>(
+          "audit",
+          {
+            action_prefix: "project.network_allow",
+          },
+        );
         return log.entries.some((e) => e.target === `${other} ${WEB}:${webPort}` && e.outcome === "ok");
       })
       .toBe(true);
     const second = await droid(other);
     const asksBefore = caller.events.filter((e) => e.type === "approval_request").length;
-    const passed = await sh(second, `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/project-2`);
+    const passed = await sh(
+      second,
+      `curl -sS -o /dev/null -w '%{http_code}' http://${WEB}:${webPort}/project-2`,
+    );
     expect(passed.stdout).toBe("200");
     expect(caller.events.filter((e) => e.type === "approval_request").length).toBe(asksBefore);
   });

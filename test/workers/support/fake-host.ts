@@ -15,12 +15,14 @@ import {
 } from "../../../protocol/caller-tools.js";
 import { MIN_HOST_AGENT_VERSION } from "../../../protocol/host-version.js";
 import { type JsonObject, JsonValueSchema } from "../../../protocol/json.js";
+import type { NetworkUsage } from "../../../protocol/network-activity.js";
 import { RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import {
   DroidMessageParamsSchema,
   droidMessageId,
   type HostHelloParamsSchema,
   HostHelloResultSchema,
+  type NetworkBlockedParamsSchema,
   SessionEventsResultSchema,
   SessionHelloResultSchema,
   SessionStartParamsSchema,
@@ -62,6 +64,7 @@ const PROJECT_METHODS = new Set<string>([
   TunnelMethod.workspacePullRequest,
   TunnelMethod.containerExec,
   TunnelMethod.containerLogs,
+  TunnelMethod.projectNetwork,
 ]);
 
 /** How a fake host answers: `result` (default `{}`), or an error (code -32000) whose `data.reason` is `reason`. */
@@ -295,6 +298,17 @@ export class SessionTunnel {
   gitPushed(push: GitPushed): Promise<RpcAnswer> {
     this.socket.request(TunnelMethod.gitPushed, push, push.push_id);
     return this.socket.answer(push.push_id);
+  }
+
+  /** Tells the session the host's gate refused a connection (the request id is the report's id); its answer. */
+  networkBlocked(report: z.input<typeof NetworkBlockedParamsSchema>): Promise<RpcAnswer> {
+    this.socket.request(TunnelMethod.networkBlocked, report, report.blocked_id);
+    return this.socket.answer(report.blocked_id);
+  }
+
+  /** Reports the hosts the session reached, as the host's gate does. */
+  networkUsage(report: NetworkUsage): void {
+    this.socket.notify(TunnelMethod.networkUsage, report);
   }
 
   /** Reports the session's model usage, as the host's model proxy does. */

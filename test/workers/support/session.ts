@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { z } from "zod";
 import type { CallerTool } from "../../../protocol/caller-tools.js";
 import { SessionEventSchema } from "../../../protocol/events.js";
+import type { NetworkPolicy } from "../../../protocol/network.js";
 import type { CallerPrincipal } from "../../../worker/src/auth/tokens.js";
 import type {
   ApprovalSettings,
@@ -50,6 +51,8 @@ export interface SpawnOptions {
   relocate?: boolean;
   /** The project's remote (its default workspace is cloned from it). */
   remoteUrl?: string;
+  /** The session's own network policies. */
+  network?: NetworkPolicy[];
 }
 
 /** Creates a session through the SessionDurableObject's RPC; a host must be connected. */
@@ -81,6 +84,7 @@ export async function spawn(options: SpawnOptions = {}) {
     maxLifetimeMs: options.maxLifetimeMs ?? 0,
     ...(options.approvals ? { approvals: options.approvals } : {}),
     ...(options.relocate ? { relocate: true } : {}),
+    ...(options.network ? { network: options.network } : {}),
   });
   if (!created.ok) throw new Error(`spawn failed: ${created.error.code} ${created.error.message}`);
   return { sessionId, stub, info: created.value };

@@ -18,6 +18,7 @@ import {
   NETWORK_HELP,
   ProjectConfigSchema,
   ProjectIdSchema,
+  type ProjectUpdate,
   ProjectUpdateSchema,
 } from "../projects/project-config.js";
 import { APPROVAL_OPTIONS } from "./approval-options.js";
@@ -102,7 +103,9 @@ export const projectTool = defineActionTool({
         setup: ["npm ci"],
       },
       input: ProjectUpdateSchema.extend({ project_id: ProjectIdSchema }),
-      async handler({ project_id, ...patch }, ctx) {
+      async handler(args, ctx) {
+        // Only the settings: the action and the project are not part of the patch.
+        const { action: _action, project_id, ...patch } = args as typeof args & { action?: string };
         ctx.authorizeProject(project_id);
         if (Object.keys(patch).length === 0)
           throw new AppError("invalid_arguments", "give at least one setting to change");
