@@ -9,6 +9,7 @@ import { CallerToolListSchema } from "./caller-tools.js";
 import { isJobEventType, JobEventBodySchemas } from "./job-events.js";
 import { JsonObjectSchema, JsonValueSchema } from "./json.js";
 import { NetworkBlockedSchema } from "./network-activity.js";
+import { SetupEventSchema } from "./setup.js";
 import { UsageTotalsSchema } from "./usage.js";
 
 /**
@@ -184,6 +185,8 @@ export const SessionEventSchema = z.discriminatedUnion("type", [
    * ran): where it went, how, and why — the rule or reason that refused it. An audit entry too.
    */
   NetworkBlockedSchema.extend({ ...base, type: z.literal("network_blocked") }),
+  /** The workspace's setup, run before this session's agent started: its steps, their output, how it ended. */
+  ...SetupEventSchema.options.map((schema) => schema.extend(base)),
   /** A job this session's droid started, or one acting on this session (see job-events.ts). */
   ...JobEventBodySchemas.map((schema) => schema.extend(base)),
 ]);

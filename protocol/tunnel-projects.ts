@@ -9,6 +9,7 @@ import { NetworkPolicySchema } from "./network.js";
 import { NetworkBlockedSchema } from "./network-activity.js";
 import { ProjectSpecSchema } from "./project.js";
 import { defineNotification, defineRequest, EmptyResultSchema } from "./rpc/method.js";
+import { SetupResultSchema, SetupSpecSchema } from "./setup.js";
 
 /** `project_ensure`: start the project's container unless it runs. */
 export const ProjectEnsureParamsSchema = z.object({ project_id: ProjectIdSchema, spec: ProjectSpecSchema });
@@ -157,6 +158,14 @@ export type ContainerLogsParams = z.infer<typeof ContainerLogsParamsSchema>;
 export const ContainerLogsResultSchema = z.object({ lines: z.array(z.string()), truncated: z.boolean() });
 export type ContainerLogsResult = z.infer<typeof ContainerLogsResultSchema>;
 
+/** `workspace_setup` (registry → host): run the project's setup in a workspace now (`workspace setup`). */
+export const WorkspaceSetupParamsSchema = SetupSpecSchema.extend({
+  project_id: ProjectIdSchema,
+  workspace_id: WorkspaceIdSchema,
+});
+export type WorkspaceSetupParams = z.infer<typeof WorkspaceSetupParamsSchema>;
+export const WorkspaceSetupResultSchema = SetupResultSchema;
+
 /** `project_network` (registry → host): the project's network policies changed (its running container's gate applies them now). */
 export const ProjectNetworkParamsSchema = z.object({
   project_id: ProjectIdSchema,
@@ -216,6 +225,10 @@ export const ProjectMethods = {
   containerLogs: defineRequest("container_logs", {
     params: ContainerLogsParamsSchema,
     result: ContainerLogsResultSchema,
+  }),
+  workspaceSetup: defineRequest("workspace_setup", {
+    params: WorkspaceSetupParamsSchema,
+    result: WorkspaceSetupResultSchema,
   }),
   projectNetwork: defineRequest("project_network", {
     params: ProjectNetworkParamsSchema,

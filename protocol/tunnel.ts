@@ -20,6 +20,7 @@ import {
 } from "./oubliette-tools.js";
 import { EnvSchema, ProjectSpecSchema } from "./project.js";
 import { defineNotification, defineRequest, EmptyResultSchema, methodNames } from "./rpc/method.js";
+import { SetupEventSchema, SetupSpecSchema } from "./setup.js";
 import { GitMethods, GitPushedParamsSchema, SessionGitSchema } from "./tunnel-git.js";
 import { HostProjectSchema, ProjectMethods } from "./tunnel-projects.js";
 import { UsageTotalsSchema } from "./usage.js";
@@ -66,6 +67,8 @@ export const TunnelFailureSchema = z.enum([
   "disk_limit",
   /** A remote refused what was sent (a push that is not a fast-forward, a protected branch). */
   "rejected",
+  /** The workspace's setup failed: its sessions are refused until it succeeds (`workspace setup`). */
+  "setup_failed",
 ]);
 export type TunnelFailure = z.infer<typeof TunnelFailureSchema>;
 
@@ -135,6 +138,8 @@ export const SessionStartParamsSchema = z.object({
   spec: SessionSpecSchema,
   /** The project's remote: the agent's own `git push` goes there, through the host. */
   git: SessionGitSchema.optional(),
+  /** The project's setup: run in the workspace before the agent starts, unless it already ran. */
+  setup: SetupSpecSchema.optional(),
 });
 export type SessionStartParams = z.infer<typeof SessionStartParamsSchema>;
 
@@ -253,6 +258,9 @@ export const NetworkBlockedParamsSchema = NetworkBlockedSchema.extend({
 /** `network_usage` (host → session, notification): the hosts the session reached, as totals. */
 export const NetworkUsageParamsSchema = NetworkUsageSchema;
 
+/** `setup_event` (host → session, notification): the workspace's setup, as it runs before the agent starts. */
+export const SetupEventParamsSchema = SetupEventSchema;
+
 /** `caller_tools_config` (session → host, notification): on every re-declaration (the hello result carries the first). */
 export const TunnelCallerToolsConfigSchema = CallerToolsConfigSchema;
 
@@ -300,6 +308,7 @@ export const TunnelMethods = {
     result: EmptyResultSchema,
   }),
   networkUsage: defineNotification("network_usage", { params: NetworkUsageParamsSchema }),
+  setupEvent: defineNotification("setup_event", { params: SetupEventParamsSchema }),
   oublietteTools: defineRequest("oubliette_tools", {
     params: OublietteToolsParamsSchema,
     result: OublietteToolsResultSchema,

@@ -421,3 +421,118 @@ describe("a host the allowlist does not list, put to a person", () => {
     expect(webSeen.map((s) => s.url)).not.toContain("/late");
   });
 });
+
+describe("setup", () => {
+  it("runs before the first agent under the setup network, streams its output, and leaves its install in the workspace", async () => {
+    const install = `npm install --no-audit --no-fund --fetch-retries=0 --registry http://${REGISTRY}:${registry.port}/ ${FIXTURE.greeter}`;
+    const projectId = await project({
+      // The agents get no network; the setup reaches the registry.
+      setup: ["echo setting up", install],
+      setup_network: { mode: "allowlist", allow: [`${REGISTRY}:${registry.port}`] },
+    });
+    const sessionId = await droid(projectId);
+    const started = eventsOf(sessionId, "setup_started")[0];
+    expect(started).toMatchObject({ workspace_id: "default", steps: ["echo setting up", install] });
+    const finished = eventsOf(sessionId, "setup_finished")[0];
+    expect(finished).toMatchObject({ status: "ok", message: "2 step(s) done" });
+    const output = eventsOf(sessionId, "setup_output")
+      .map((e) => (e.type === "setup_output" ? e.text : ""))
+      .join("");
+    expect(output).toContain("setting up");
+    expect(output).toMatch(/added 2 packages/);
+    // The setup ended before the agent began: its events come first.
+    const all = caller.events.filter((e) => e.session_id === sessionId);
+    expect(all.findIndex((e) => e.type === "setup_finished")).toBeLessThan(
+      all.findIndex((e) => e.type === "droid_status"),
+    );
+    // The agent finds the package installed (it has no network of its own here).
+    const run = await sh(
+      sessionId,
+      `node -e 'process.stdout.write(require("${FIXTURE.greeter}").greet("setup"))'`,
+    );
+    expect(run.stdout).toBe("hello, setup!");
+    const own = await sh(
+      sessionId,
+      `curl -sS -o /dev/null -w '%{http_code}' http://${REGISTRY}:${registry.port}/`,
+    );
+    expect(own.stdout).toBe("403");
+    // Made by the exec identity, group-writable for the workspace's agents.
+    const container = await projectContainer(docker, projectId);
+    const stat = await execAs(container, "0", [
+      "stat",
+      "-c",
+      "%u %A",
+      `/workspace/default/node_modules/${FIXTURE.greeter}`,
+    ]);
+    expect(stat.out.trim()).toMatch(/^1000 drwxrwsr-x$|^1000 drwxrwxr-x$/);
+    // A second session of the workspace does not run it again.
+    const second = await droid(projectId);
+    expect(eventsOf(second, "setup_started")).toEqual([]);
+  });
+
+  it("a failure names the step and its exit code; new sessions are refused until workspace setup succeeds", async () => {
+    const projectId = await project({ setup: ["echo preparing", "exit 3"] });
+    const { session_id } = await caller.ok<{ session_id: string }>("session", {
+      action: "spawn",
+      project_id: projectId,
+      new_session: true,
+    });
+    const ended = await caller.waitFor(
+      (e) => e.session_id === session_id && e.type === "session_ended",
+      60_000,
+      "the session's end",
+    );
+    if (ended.type === "session_ended") expect(ended.reason).toContain("step 2 (exit 3) exited with code 3");
+    expect(eventsOf(session_id, "setup_finished")[0]).toMatchObject({
+      status: "failed",
+      step: 1,
+      command: "exit 3",
+      exit_code: 3,
+    });
+    // Refused with that reason, without running anything again.
+    const refused = await caller.call("session", {
+      action: "spawn",
+      project_id: projectId,
+      new_session: true,
+    });
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused.content)).toContain("exited with code 3");
+    // Fixed, and run on demand: each step's exit code and output; then sessions start again.
+    await caller.ok("project", {
+      action: "update",
+      project_id: projectId,
+      setup: ["echo preparing", "echo fixed"],
+    });
+    const again = await caller.ok<{
+      job_id?: string;
+      status: string;
+      steps?: { exit_code: number; output: string }[];
+    }>("workspace", { action: "setup", project_id: projectId });
+    const result =
+      again.job_id !== undefined
+        ? (
+            await caller.ok<{ result: { status: string; steps: { exit_code: number; output: string }[] } }>(
+              "job",
+              {
+                action: "wait",
+                job_id: again.job_id,
+                wait_seconds: 60,
+              },
+            )
+          ).result
+        : again;
+    expect(result).toMatchObject({
+      status: "ok",
+      steps: [
+        { exit_code: 0, output: "preparing\n" },
+        { exit_code: 0, output: "fixed\n" },
+      ],
+    });
+    const sessionId = await droid(projectId);
+    expect(
+      await caller.ok<{ status: string }>("session", { action: "get", session_id: sessionId }),
+    ).toMatchObject({
+      status: "running",
+    });
+  });
+});

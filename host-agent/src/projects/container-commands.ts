@@ -89,6 +89,39 @@ export class ContainerCommands {
     return workload.exec({ ...params, project_id: projectId, cwd }, { identity, stdout });
   }
 
+  /**
+   * A setup step in a workspace: as the exec identity (every workspace's group), in the
+   * workspace, with the proxy's setup credential (`credential`), its output seen as it comes.
+   */
+  async setupStep(
+    workspaceId: string,
+    argv: string[],
+    options: {
+      credential: string;
+      timeoutMs: number;
+      output: (stream: "stdout" | "stderr", chunk: Buffer) => void;
+      signal?: AbortSignal;
+    },
+  ): Promise<ContainerExecResult> {
+    const { workspaces, projectId } = this.#o;
+    const workload = this.#o.workload();
+    if (!(await workspaces.exists(workspaceId)))
+      throw new HostError("not_found", `project ${projectId} has no workspace ${workspaceId} here`);
+    const identity: ExecIdentity | undefined = this.#o.separate
+      ? { uid: Identities.execUid, gid: await workspaces.gidOf(workspaceId), groups: await workspaces.gids() }
+      : undefined;
+    return workload.exec(
+      {
+        project_id: projectId,
+        command: argv,
+        cwd: workspaces.containerPath(workspaceId),
+        timeout_ms: options.timeoutMs,
+        output_limit_bytes: 1024,
+      },
+      { identity, env: this.execEnv(options.credential), output: options.output, signal: options.signal },
+    );
+  }
+
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult> {
     return this.#o.workload().logs(params);
   }

@@ -11,6 +11,7 @@ import type { Logger } from "../../../lib/log.js";
 import { DEFAULT_WORKSPACE_ID, PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
 import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import { type ProjectSpec, ProjectSpecSchema } from "../../../protocol/project.js";
+import type { SetupResult } from "../../../protocol/setup.js";
 import type { SessionStartParams } from "../../../protocol/tunnel.js";
 import type {
   WorkspaceBranch,
@@ -24,6 +25,7 @@ import type {
   ContainerLogsResult,
   HostProject,
   WorkspaceReadResult,
+  WorkspaceSetupParams,
 } from "../../../protocol/tunnel-projects.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { checkHostDisk } from "../disk/host-disk.js";
@@ -236,6 +238,18 @@ export class ProjectManager {
     return this.project(projectId).workspaces.read(workspaceId, path, kind, maxBytes);
   }
 
+  /** Runs the project's setup in a workspace now (`workspace setup`); its container must run. */
+  async setupWorkspace(params: WorkspaceSetupParams): Promise<SetupResult> {
+    const project = this.#existing(params.project_id);
+    if (!project.running) throw new HostError("not_running", "the project's container is not running");
+    if (!(await project.workspaces.exists(params.workspace_id)))
+      throw new HostError(
+        "not_found",
+        `project ${params.project_id} has no workspace ${params.workspace_id} here`,
+      );
+    return project.runSetup(params.workspace_id, { steps: params.steps, timeout_ms: params.timeout_ms });
+  }
+
   /** The project's network policies changed: its gate applies them now (and remembers them). */
   async setNetwork(
     projectId: string,
@@ -281,6 +295,7 @@ export class ProjectManager {
         params.spec.agent,
         params.git,
         params.spec.network,
+        params.setup,
       );
     } catch (err) {
       this.#sessions.delete(params.session_id);

@@ -30,6 +30,18 @@ const ProjectRecordSchema = z.object({
   git: z.object({ remote_url: z.string(), git_credential: z.string().optional() }).optional(),
   /** The project's network policies as its latest spec gave them (a restarted host-agent's gate applies them). */
   network: z.object({ network: NetworkPolicySchema, setup_network: NetworkPolicySchema }).optional(),
+  /** Each workspace's last setup: for which steps (their hash), and how it ended. */
+  setups: z
+    .record(
+      z.string(),
+      z.object({
+        hash: z.string(),
+        status: z.enum(["ok", "failed"]),
+        message: z.string(),
+        at: z.string(),
+      }),
+    )
+    .optional(),
 });
 export type ProjectRecord = z.infer<typeof ProjectRecordSchema>;
 

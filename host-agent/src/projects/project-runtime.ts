@@ -11,6 +11,7 @@ import { agentImageRef } from "../../../protocol/agent-runtimes.js";
 import type { NetworkPolicy } from "../../../protocol/network.js";
 import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
+import type { SetupResult, SetupSpec } from "../../../protocol/setup.js";
 import type { SessionGit } from "../../../protocol/tunnel-git.js";
 import { diskLimitError, diskLimitNotice } from "../disk/disk-limit.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
@@ -34,6 +35,7 @@ import type { ProjectPaths } from "./project-paths.js";
 import { ProjectSessions, type SessionBox } from "./project-sessions.js";
 import { RecordStore } from "./record-store.js";
 import { SessionIdentities } from "./session-identity.js";
+import { WorkspaceSetup } from "./workspace-setup.js";
 import { Workspaces } from "./workspaces.js";
 
 export interface ProjectRuntimeOptions {
@@ -63,6 +65,8 @@ export interface ProjectRuntimeOptions {
   onRemoved(projectId: string): void;
 }
 
+/** How long a new container's runner may take to connect before a setup gives up on it. */
+const RUNNER_WAIT_MS = 30_000;
 /** How long a re-adopted container's runner gets to say hello (it retries every second at most). */
 const ADOPT_HELLO_WAIT_MS = 10_000;
 
@@ -82,6 +86,8 @@ export class ProjectRuntime {
   readonly #network: ProjectNetwork;
   /** Commands in the running container: exec, the host's git in a workspace, logs. */
   readonly commands: ContainerCommands;
+  /** The workspaces' setups (run before a workspace's first agent, and on demand). */
+  readonly setup: WorkspaceSetup;
   #box: Box | null = null;
   #ephemeral = false;
   #chain: Promise<unknown> = Promise.resolve();
@@ -140,6 +146,12 @@ export class ProjectRuntime {
       execHome: this.#identities.execHome(this.#workloadPaths().homesRoot),
     });
     this.git = new ProjectGit(this.commands, this.workspaces, paths, options.git);
+    this.setup = new WorkspaceSetup({
+      commands: this.commands,
+      network: this.#network,
+      record: this.#record,
+      logger: this.#log,
+    });
     this.#agentGit = new AgentGit(this.git, async () => (await this.#record.read()).git ?? null);
   }
 
@@ -244,6 +256,7 @@ export class ProjectRuntime {
     agent: SessionAgent = { runtime: "scripted" },
     git?: SessionGit,
     network: NetworkPolicy[] = [],
+    setup?: SetupSpec,
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
     const box = this.#running();
@@ -252,6 +265,8 @@ export class ProjectRuntime {
         "not_found",
         `workspace ${workspaceId} does not exist in this project on this host`,
       );
+    // A workspace whose setup failed takes no new session until it is fixed.
+    if (setup !== undefined) await this.setup.refuseFailed(workspaceId, setup);
     const usage = await this.#diskWatch.check();
     if (usage?.exceeded) throw diskLimitError(usage);
     const identity = await this.#identities.assign(sessionId, await this.workspaces.gidOf(workspaceId));
@@ -280,14 +295,38 @@ export class ProjectRuntime {
     );
     await opened;
     const proxy = session.proxyToken;
-    session.start({
-      ...launch.start,
-      agent: {
-        runtime: agent.runtime,
-        ...launch.start.agent,
-        ...(proxy !== null ? { proxy_token: proxy } : {}),
+    session.start(
+      {
+        ...launch.start,
+        agent: {
+          runtime: agent.runtime,
+          ...launch.start.agent,
+          ...(proxy !== null ? { proxy_token: proxy } : {}),
+        },
       },
-    });
+      // The workspace's setup runs (when it has not yet) before the agent starts; its output is the session's.
+      setup === undefined
+        ? undefined
+        : async () => {
+            await this.#runnerReady(box);
+            await this.setup.beforeSession(workspaceId, setup, (event) => session.setupEvent(event));
+          },
+    );
+  }
+
+  /** Runs the setup in a workspace now (`workspace setup`), once the container's runner (its proxy) is there. */
+  async runSetup(workspaceId: string, spec: SetupSpec): Promise<SetupResult> {
+    await this.#runnerReady(this.#running());
+    return this.setup.run(workspaceId, spec);
+  }
+
+  /** Waits for the container's runner: commands reach the network only through its proxy. */
+  async #runnerReady(box: Box): Promise<void> {
+    if (!(await box.runner.waitConnected(RUNNER_WAIT_MS)))
+      throw new HostError(
+        "runtime_error",
+        `the container's runner did not connect within ${RUNNER_WAIT_MS / 1000} s`,
+      );
   }
 
   /** Stops one session's agent; the container stays. Stopping one this host does not run is not an error. */

@@ -33,7 +33,7 @@ export async function dockerExec(
   container: Dockerode.Container,
   params: ContainerExecParams,
   logger: Logger,
-  options: Pick<ExecOptions, "signal" | "stdout" | "env"> = {},
+  options: Pick<ExecOptions, "signal" | "stdout" | "env" | "output"> = {},
 ): Promise<ContainerExecResult> {
   const { signal, stdout } = options;
   const startedAt = Date.now();
@@ -60,6 +60,7 @@ export async function dockerExec(
   const sink = (stream: "stdout" | "stderr") =>
     new Writable({
       write(chunk: Buffer, _encoding, done) {
+        options.output?.(stream, chunk);
         if (stream === "stdout" && stdout) stdout(chunk);
         else output.push(stream, chunk);
         done();

@@ -27,12 +27,13 @@ export async function processExec(
   env: Record<string, string>,
   signal?: AbortSignal,
   stdout?: StdoutSink,
+  seen?: (stream: "stdout" | "stderr", chunk: Buffer) => void,
 ): Promise<ContainerExecResult> {
   const startedAt = Date.now();
   const cwd = mapWorkspacePath(params.cwd ?? DEFAULT_EXEC_CWD, workspacesDir);
   const [program, ...args] = params.command;
   if (program === undefined) throw new HostError("invalid", "command is empty");
-  const output = new OutputCollector(params.output_limit_bytes);
+  const collected = new OutputCollector(params.output_limit_bytes);
   const child = spawn(program, args, {
     cwd,
     env,
@@ -40,8 +41,15 @@ export async function processExec(
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  child.stdout.on("data", (chunk: Buffer) => (stdout ? stdout(chunk) : output.push("stdout", chunk)));
-  child.stderr.on("data", (chunk: Buffer) => output.push("stderr", chunk));
+  child.stdout.on("data", (chunk: Buffer) => {
+    seen?.("stdout", chunk);
+    if (stdout) stdout(chunk);
+    else collected.push("stdout", chunk);
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    seen?.("stderr", chunk);
+    collected.push("stderr", chunk);
+  });
   const kill = () => {
     try {
       process.kill(-(child.pid ?? 0), "SIGKILL");
@@ -64,7 +72,7 @@ export async function processExec(
   signal?.removeEventListener("abort", kill);
   if (exit.error) throw new HostError("exec_failed", `could not run ${program}: ${exit.error.message}`);
   const durationMs = Date.now() - startedAt;
-  const { answer, cut } = fitOutput(output.text("stdout"), output.text("stderr"), (stdout, stderr) => ({
+  const { answer, cut } = fitOutput(collected.text("stdout"), collected.text("stderr"), (stdout, stderr) => ({
     exit_code: timedOut ? null : exit.code,
     stdout,
     stderr,
@@ -72,6 +80,6 @@ export async function processExec(
     timed_out: timedOut,
     duration_ms: durationMs,
   }));
-  answer.truncated = cut || output.truncated;
+  answer.truncated = cut || collected.truncated;
   return answer;
 }

@@ -112,6 +112,7 @@ export class ProcessRuntime implements AgentRuntime {
           { ...baseEnv(), ...options.env },
           options.signal,
           options.stdout,
+          options.output,
         ),
       logs: async (params) => ({ lines: ring.read(params.tail, params.since), truncated: false }),
     };

@@ -75,6 +75,8 @@ export interface ExecOptions {
   stdout?: StdoutSink | undefined;
   /** Added to the command's environment (the egress proxy, npm's home). */
   env?: Record<string, string> | undefined;
+  /** Sees each chunk of output as it comes (the answer still carries what fits its limit). */
+  output?: ((stream: "stdout" | "stderr", chunk: Buffer) => void) | undefined;
 }
 
 /** Who a user's command runs as in a container: never the runner, never a session. */

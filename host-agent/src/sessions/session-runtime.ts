@@ -6,6 +6,7 @@ import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
 import type { RequestMethod } from "../../../protocol/rpc/method.js";
+import type { SetupEvent } from "../../../protocol/setup.js";
 import type { AgentStartParams, ApprovalParams } from "../../../protocol/socket.js";
 import { SocketMethods } from "../../../protocol/socket.js";
 import { type HostNotice, TunnelMethods } from "../../../protocol/tunnel.js";
@@ -14,6 +15,7 @@ import type { ProjectNetwork, SessionNetworkSettings } from "../egress/project-n
 import { sessionNetworkLink } from "../egress/session-link.js";
 import type { ModelProxy } from "../models/model-proxy.js";
 import { SessionMeter } from "../models/session-meter.js";
+import { HostError } from "../projects/errors.js";
 import type { CallerToolRequest, OublietteMethod } from "../socket/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { SessionTunnel } from "../tunnel/session-tunnel.js";
@@ -185,11 +187,20 @@ export class SessionRuntime {
     return this.#closing !== null;
   }
 
-  /** Connects the tunnel and has the runner start the agent; a failed start ends the session. */
-  start(launch: Omit<AgentStartParams, "session_id" | "session_token">): void {
+  /**
+   * Connects the tunnel, runs `before` (the workspace's setup), and has the runner start the
+   * agent; a failure of either ends the session with its reason.
+   */
+  start(launch: Omit<AgentStartParams, "session_id" | "session_token">, before?: () => Promise<void>): void {
     this.#tunnel.start();
-    void this.#o.runner
-      .startAgent({ ...launch, session_id: this.#o.sessionId, session_token: this.#o.sessionToken })
+    void (before ?? (async () => {}))()
+      .then(() =>
+        this.#o.runner.startAgent({
+          ...launch,
+          session_id: this.#o.sessionId,
+          session_token: this.#o.sessionToken,
+        }),
+      )
       .then(
         (pid) => {
           this.#log.info({ pid }, "agent started");
@@ -198,8 +209,8 @@ export class SessionRuntime {
         (err: unknown) => {
           this.#agentStarted(false);
           const message = err instanceof Error ? err.message : String(err);
-          this.#log.error({ err: message }, "the runner could not start the agent");
-          void this.end(`the agent could not start: ${message}`);
+          this.#log.error({ err: message }, "the agent did not start");
+          void this.end(err instanceof HostError ? message : `the agent could not start: ${message}`);
         },
       );
   }
@@ -212,6 +223,11 @@ export class SessionRuntime {
     // An agent that already ended has its end event in the runner's buffer, re-sent on connect:
     // the session ends here once that is stored, as for a live one.
     this.#log.info({ agent: agent.status }, "session re-adopted");
+  }
+
+  /** The workspace's setup, as it runs before the agent: events of the session. */
+  setupEvent(event: SetupEvent): void {
+    this.#tunnel.setupEvent(event);
   }
 
   /** A caller tool call from the session's container-client. */

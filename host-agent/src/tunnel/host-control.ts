@@ -36,6 +36,7 @@ export type HostTarget = Pick<
   | "exec"
   | "logs"
   | "setNetwork"
+  | "setupWorkspace"
 >;
 
 export interface HostControlOptions {
@@ -264,6 +265,13 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
       (p) => `could not exec in project ${p.project_id}`,
       // The Worker cancels an exec (its job was cancelled) with notifications/cancelled: kill it.
       (p, ctx) => host.exec(p, ctx.signal),
+    ),
+  );
+  peer.handle(
+    TunnelMethods.workspaceSetup,
+    guard(
+      (p) => `could not run the setup of workspace ${p.workspace_id} of project ${p.project_id}`,
+      (p) => host.setupWorkspace(p),
     ),
   );
   peer.handle(

@@ -16,6 +16,7 @@ import { Limits, MAX_ENVELOPE_BYTES } from "../../../protocol/limits.js";
 import type { NetworkBlocked, NetworkUsage } from "../../../protocol/network-activity.js";
 import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { type ParsedResult, parseResult, type RequestMethod } from "../../../protocol/rpc/method.js";
+import type { SetupEvent } from "../../../protocol/setup.js";
 import {
   type HostNotice,
   type SessionNetwork,
@@ -61,6 +62,8 @@ const HELLO_TIMEOUT_MS = 15_000;
 const READY_WAIT_MS = 30_000;
 /** Most pushes the session object has not acknowledged yet; past it, a push goes untold (and said so). */
 const MAX_UNTOLD_PUSHES = 256;
+/** Most setup events kept while the tunnel is not ready (its output beyond is dropped, its end never). */
+const MAX_QUEUED_SETUP_EVENTS = 2_000;
 /** Most refusals the session object has not acknowledged yet; past it, one goes untold (its count stays in the totals). */
 const MAX_UNTOLD_BLOCKS = 256;
 
@@ -85,6 +88,8 @@ export class SessionTunnel {
   #usage: SessionUsageParams | null = null;
   /** The latest network report, re-sent after every reconnect (totals too). */
   #network: NetworkUsage | null = null;
+  /** Setup events made before the tunnel was ready (sent at the hello; bounded). */
+  #setupEvents: SetupEvent[] = [];
   /** The gate's refusals until the session object acknowledged each (re-sent by id). */
   readonly #blocks: ResumableCalls<void>;
   readonly #link: TunnelLink;
@@ -297,6 +302,16 @@ export class SessionTunnel {
     this.#ready?.notify(TunnelMethods.sessionUsage, usage);
   }
 
+  /** Reports the workspace's setup as it runs (kept until the tunnel is ready, the output bounded). */
+  setupEvent(event: SetupEvent): void {
+    if (this.#ready) {
+      this.#ready.notify(TunnelMethods.setupEvent, event);
+      return;
+    }
+    if (this.#setupEvents.length >= MAX_QUEUED_SETUP_EVENTS && event.type === "setup_output") return;
+    this.#setupEvents.push(event);
+  }
+
   /** Reports the hosts the session reached (totals; the latest is re-sent after a reconnect). */
   reportNetwork(usage: NetworkUsage): void {
     this.#network = usage;
@@ -364,6 +379,7 @@ export class SessionTunnel {
     this.#o.onReady?.();
     if (this.#usage) peer.notify(TunnelMethods.sessionUsage, this.#usage);
     if (this.#network) peer.notify(TunnelMethods.networkUsage, this.#network);
+    for (const event of this.#setupEvents.splice(0)) peer.notify(TunnelMethods.setupEvent, event);
     this.#calls.resend(peer);
     this.#approvals.resend(peer);
     this.#pushes.resend(peer);

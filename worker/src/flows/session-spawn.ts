@@ -7,7 +7,7 @@ import { randomHex } from "../auth/digest.js";
 import { config } from "../env.js";
 import { AppError, type Result, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
-import { projectSpec, sessionAgent, workspaceSetup } from "../projects/project-config.js";
+import { projectSpec, sessionAgent, setupSpec, workspaceSetup } from "../projects/project-config.js";
 import { droidKey, type OublietteAccess } from "../session/droid-key.js";
 import { placeChild } from "../session/nesting.js";
 import type { CallerDeclaration, CallerPresence } from "../session/types.js";
@@ -201,6 +201,7 @@ export async function spawnOrResume(args: SpawnArgs, ctx: ToolContext) {
     image: plan.config.image ?? null,
     project: projectSpec(plan.config),
     workspace: workspaceSetup(plan.config, plan.workspaceId, branch),
+    setup: setupSpec(plan.config),
     agent: { ...agent, approvals: approvalsMode(approvals) },
     approvals,
     network: [...(child?.networkPolicies ?? []), ...(args.network ? [args.network] : [])].slice(

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ProjectSpec } from "../../../protocol/project.js";
+import type { SetupSpec } from "../../../protocol/setup.js";
 import type { HostDisk, SessionSpec } from "../../../protocol/tunnel.js";
 import { principalOf } from "../auth/principal-header.js";
 import { config, type Env } from "../env.js";
@@ -131,6 +132,7 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     workspace: WorkspaceSetup;
     project: ProjectSpec;
     spec: SessionSpec;
+    setup?: SetupSpec | null;
   }): Promise<Result<void>> {
     return this.#requests.start(input);
   }

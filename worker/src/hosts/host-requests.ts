@@ -4,6 +4,7 @@ import type { ProjectSpec } from "../../../protocol/project.js";
 import { clip, RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import { encodeError, encodeResult, type JsonRpcId, parseFrame } from "../../../protocol/rpc/messages.js";
 import type { SentResult } from "../../../protocol/rpc/method.js";
+import type { SetupSpec } from "../../../protocol/setup.js";
 import { type SessionSpec, TunnelMethods } from "../../../protocol/tunnel.js";
 import type { AuditEntry } from "../audit/audit-log-do.js";
 import { fail, ok, type Result } from "../errors.js";
@@ -72,6 +73,7 @@ export class HostRequests {
     workspace: WorkspaceSetup;
     project: ProjectSpec;
     spec: SessionSpec;
+    setup?: SetupSpec | null | undefined;
   }): Promise<Result<void>> {
     const { store, pending } = this.#d;
     const hostId = store.placement(input.sessionId);
@@ -99,6 +101,7 @@ export class HostRequests {
           project: input.project,
           spec: input.spec,
           ...(input.workspace.sessionGit !== null ? { git: input.workspace.sessionGit } : {}),
+          ...(input.setup ? { setup: input.setup } : {}),
         })
       : workspace;
     if (started.ok) store.markRunning(input.sessionId);

@@ -23,6 +23,7 @@ import {
   NetworkPolicySchema,
 } from "../../../protocol/network.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
+import { MAX_SETUP_TIMEOUT_SECONDS, type SetupSpec, SetupStepsSchema } from "../../../protocol/setup.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import { ForgeSettingsSchema, type SessionGit, type WorkspaceBranch } from "../../../protocol/tunnel-git.js";
 import { GitCredentialNameSchema, RemoteUrlSchema } from "../../../protocol/tunnel-projects.js";
@@ -99,36 +100,15 @@ export const NETWORK_HELP =
   "Loopback, private, link-local and the host's own addresses are refused whatever the policy says. Presets: " +
   `${NETWORK_PRESET_NAMES.join(", ")}.`;
 
-/** One setup step: a command line (run by /bin/sh -c) or an argv. */
-export const SetupCommandSchema = z.union([
-  z.string().min(1).max(16_384, "a setup command is at most 16384 characters"),
-  z.array(z.string().max(16_384, "a setup argument is at most 16384 characters")).min(1).max(256),
-]);
-
-/** Most setup steps, and their size together. */
-const MAX_SETUP_STEPS = 32;
-const MAX_SETUP_BYTES = 64 * 1024;
-
-export const SetupSchema = z
-  .array(SetupCommandSchema)
-  .max(MAX_SETUP_STEPS, `at most ${MAX_SETUP_STEPS} setup steps`)
-  .superRefine((steps, ctx) => {
-    const bytes = new TextEncoder().encode(JSON.stringify(steps)).length;
-    if (bytes > MAX_SETUP_BYTES)
-      ctx.addIssue({
-        code: "custom",
-        message: `the setup steps are ${bytes} bytes together, at most ${MAX_SETUP_BYTES}`,
-      });
-  })
-  .describe(
-    'Commands run in the container as the exec user in each new workspace (and again with workspace setup), before its first agent starts, under setup_network: e.g. ["npm ci"]. A string runs under /bin/sh -c; an array is an argv.',
-  );
+export const SetupSchema = SetupStepsSchema.describe(
+  'Commands run in the container as the exec user in each new workspace (and again with workspace setup), before its first agent starts, under setup_network: e.g. ["npm ci"]. A string runs under /bin/sh -c; an array is an argv.',
+);
 
 export const SetupTimeoutSchema = z
   .number()
   .int()
   .min(10)
-  .max(3600)
+  .max(MAX_SETUP_TIMEOUT_SECONDS)
   .describe("How long the setup steps may take together, in seconds.");
 
 /** Strict: a misspelt limit is refused rather than silently dropped (the default would apply). */
@@ -338,6 +318,12 @@ export function sessionAgent(
     // A zero budget allows nothing: the proxy refuses at a cost of 0 >= 0.
     ...(budget !== null ? { max_cost_usd: budget } : {}),
   };
+}
+
+/** The setup a host runs in a workspace before its first agent (null: the project has none). */
+export function setupSpec(config: ProjectConfig): SetupSpec | null {
+  if (config.setup.length === 0) return null;
+  return { steps: config.setup, timeout_ms: config.setup_timeout_seconds * 1000 };
 }
 
 /** How a workspace begins on the host, and the remote its sessions push to. */

@@ -90,6 +90,8 @@ export interface HostTunnelHandlers {
   networkUsage(report: ParsedParams<typeof TunnelMethods.networkUsage>): void;
   /** The session's network, for the host's gate (in the hello's answer). */
   networkHello(): SessionNetwork;
+  /** The workspace's setup, as it runs before the agent starts. */
+  setupEvent(event: ParsedParams<typeof TunnelMethods.setupEvent>): void;
   /** The usage stored so far and the budget (a restarted host goes on from them). */
   storedUsage(): UsageTotals | null;
   budgetUsd(): number | null;
@@ -150,6 +152,7 @@ export class HostTunnel {
         return {};
       })
       .onNotification(TunnelMethods.networkUsage, (report) => handlers.networkUsage(report))
+      .onNotification(TunnelMethods.setupEvent, (event) => handlers.setupEvent(event))
       .onNotification(TunnelMethods.sessionUsage, (report) => handlers.usage(report))
       .onNotification(Cancelled, (params) =>
         handlers.cancel(String(params.requestId), params.reason ?? "the droid cancelled the call"),

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { GitEvent } from "../../../protocol/events.js";
+import type { SetupEvent } from "../../../protocol/setup.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { Env } from "../env.js";
 import { capture, type Result } from "../errors.js";
@@ -146,6 +147,11 @@ export class SessionDurableObject extends DurableObject<Env> {
     if (!this.#p.state.live) return;
     const { at: _at, ...body } = event;
     this.#p.events.emit(body);
+  }
+
+  /** The workspace's setup ran on demand (`workspace setup`): its end, into the log, to every subscriber. */
+  async setupEvent(event: SetupEvent): Promise<void> {
+    if (this.#p.state.live) this.#p.events.emit(event);
   }
 
   /** A git event of this session's workspace (`workspace push` / `pull_request`): into the log, to every subscriber. */

@@ -134,6 +134,7 @@ export class SessionLifecycle {
       workspaceId: input.workspaceId,
       workspace: input.workspace,
       project: input.project,
+      ...(input.setup ? { setup: input.setup } : {}),
       // The droid's key rides in its environment only (never in an event or a log).
       spec: {
         agent: input.agent,

@@ -206,6 +206,9 @@ export function wireSession(ctx: DurableObjectState, env: Env): SessionParts {
     networkBlocked: ({ blocked_id, ...event }) => network.blocked(blocked_id, event),
     networkUsage: (report) => network.usage(report),
     networkHello: () => network.hello(),
+    setupEvent: (event) => {
+      if (state.live) events.emit(event);
+    },
     childMessage: (params) => host.spawnChild(params),
     ownEvents: (params) => host.ownEvents(params),
     oublietteTools: (apiKey) => host.oublietteTools(apiKey),

@@ -3,6 +3,7 @@ import type { CallerTool } from "../../../protocol/caller-tools.js";
 import type { JsonValue } from "../../../protocol/json.js";
 import type { NetworkPolicy } from "../../../protocol/network.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
+import type { SetupSpec } from "../../../protocol/setup.js";
 import type { SessionSpec } from "../../../protocol/tunnel.js";
 import type { CallerPrincipal } from "../auth/tokens.js";
 import type { WorkspaceSetup } from "../projects/project-config.js";
@@ -70,6 +71,8 @@ export interface CreateSessionInput {
   maxLifetimeMs: number;
   /** What the agent asks before acting (absent: nothing, as before approvals existed). */
   approvals?: ApprovalSettings;
+  /** The project's setup, run in the workspace before the agent starts (when it has not yet). */
+  setup?: SetupSpec | null;
   /** The session's own network policies (its ancestors', its spawn's), applied with its project's. */
   network?: NetworkPolicy[];
   /** Move the project to another host if its own is away (lost, revoked or not connected). */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { GitEvent } from "../../../protocol/events.js";
+import type { SetupEvent, SetupResult } from "../../../protocol/setup.js";
 import {
   DEFAULT_GIT_AUTHOR,
   GitAuthorSchema,
@@ -11,15 +12,25 @@ import {
 import {
   GitBranchSchema,
   MAX_WORKSPACE_READ_BYTES,
+  ProjectEnsureResultSchema,
   WorkspacePushResultSchema,
   WorkspaceReadResultSchema,
+  WorkspaceSetupResultSchema,
 } from "../../../protocol/tunnel-projects.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
 import type { ToolContext } from "../flows/context.js";
 import { errorMessage } from "../log.js";
 import { objects } from "../objects/keys.js";
-import { DEFAULT_WORKSPACE, ProjectIdSchema, WorkspaceIdSchema } from "../projects/project-config.js";
+import {
+  DEFAULT_WORKSPACE,
+  ProjectIdSchema,
+  projectSpec,
+  setupSpec,
+  WorkspaceIdSchema,
+  workspaceGitParams,
+  workspaceSetup,
+} from "../projects/project-config.js";
 import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
@@ -76,6 +87,39 @@ async function tellSessions(ctx: ToolContext, projectId: string, workspaceId: st
       project_id: projectId,
       workspace_id: workspaceId,
       type: event.type,
+      error: errorMessage(err),
+    });
+  }
+}
+
+/** How long past a setup's timeout its host may take to answer. */
+const SETUP_ANSWER_GRACE_MS = 30_000;
+
+/** The workspace's running sessions hear how an on-demand setup ended (best effort). */
+async function tellSetup(ctx: ToolContext, projectId: string, workspaceId: string, result: SetupResult) {
+  const failed = result.steps.findIndex((s) => s.exit_code !== 0);
+  const event: SetupEvent = {
+    type: "setup_finished",
+    workspace_id: workspaceId,
+    status: result.status === "failed" ? "failed" : "ok",
+    ...(failed >= 0
+      ? {
+          step: failed,
+          command: result.steps[failed]?.command ?? "",
+          exit_code: result.steps[failed]?.exit_code ?? null,
+        }
+      : {}),
+    duration_ms: result.duration_ms,
+    message: result.message,
+  };
+  try {
+    const workspaces = unwrap(await objects.project(ctx.env, projectId).listWorkspaces());
+    const sessions = workspaces.find((w) => w.workspace_id === workspaceId)?.running_sessions ?? [];
+    await Promise.all(sessions.map((id) => objects.session(ctx.env, id).setupEvent(event)));
+  } catch (err) {
+    ctx.log.warn("could not tell a workspace's sessions of its setup", {
+      project_id: projectId,
+      workspace_id: workspaceId,
       error: errorMessage(err),
     });
   }
@@ -335,6 +379,55 @@ export const workspaceTool = defineActionTool({
           title: args.title,
         });
         return opened;
+      },
+    }),
+    setup: action({
+      description:
+        "Run the project's setup steps in a workspace now (its container started first), under its setup_network: after a failed setup, or to install again. Answers each step's exit code and the end of its output; the workspace's sessions get a setup_finished event. A workspace whose setup failed takes no new session until this succeeds.",
+      access: "write",
+      target: "project",
+      timing: "async_long",
+      example: { project_id: EXAMPLE_PROJECT, workspace_id: "default" },
+      input: z.object(workspaceOf),
+      async handler(args, ctx) {
+        ctx.authorizeProject(args.project_id);
+        const config = unwrap(await objects.project(ctx.env, args.project_id).info());
+        const spec = setupSpec(config);
+        if (spec === null)
+          throw new AppError(
+            "invalid_arguments",
+            `project ${args.project_id} has no setup steps (project update setup)`,
+          );
+        // The container runs the steps: started (and the workspace there) first.
+        await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.workspaceCreate,
+          {
+            workspace_id: args.workspace_id,
+            ...workspaceGitParams(workspaceSetup(config, args.workspace_id)),
+          },
+          EmptyResultSchema,
+          { place: true },
+        );
+        await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.projectEnsure,
+          { spec: projectSpec(config) },
+          ProjectEnsureResultSchema,
+          { place: true },
+        );
+        const result = await onProjectHost(
+          ctx.env,
+          args.project_id,
+          TunnelMethod.workspaceSetup,
+          { workspace_id: args.workspace_id, ...spec },
+          WorkspaceSetupResultSchema,
+          { timeoutMs: spec.timeout_ms + SETUP_ANSWER_GRACE_MS, signal: ctx.signal },
+        );
+        await tellSetup(ctx, args.project_id, args.workspace_id, result);
+        return { project_id: args.project_id, workspace_id: args.workspace_id, ...result };
       },
     }),
     delete: action({
