@@ -8,13 +8,15 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 
-const BENCHES = ["model-proxy", "agents", "relay", "console"] as const;
+const BENCHES = ["model-proxy", "agents", "relay", "console", "egress"] as const;
 type Bench = (typeof BENCHES)[number];
 
 const SHORT_LONG_SESSION_CALLS = "10000";
 
 const program = new Command("bench")
-  .description("Measure the model path, agent start-up, the caller tool relay and the console on loopback.")
+  .description(
+    "Measure the model path, agent start-up, the caller tool relay, the console and the egress gate on loopback.",
+  )
   .argument("[benches...]", `which to run: ${BENCHES.join(", ")} (default: all)`)
   .action((names: string[]) => {
     const unknown = names.filter((n) => !(BENCHES as readonly string[]).includes(n));

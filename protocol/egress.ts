@@ -4,10 +4,11 @@
  *
  * The runner accepts the connection on its loopback proxy port, finds which uid made it (the
  * kernel's socket table), and opens the egress socket. It sends one line, EgressHello (JSON,
- * '\n'), and waits for one line back, EgressAck, before it passes a single byte of the client's:
- * from then on the connection is the client's HTTP proxy conversation (CONNECT host:port, or a
- * plain-HTTP request in absolute form), which the gate reads, decides, and answers itself. The
- * runner never reads or changes those bytes.
+ * '\n'), and then the client's bytes as they come, untouched: the client's HTTP proxy
+ * conversation (CONNECT host:port, or a plain-HTTP request in absolute form), which the gate
+ * reads, decides and answers itself (a hello it refuses is answered with an HTTP 502 saying why,
+ * and the connection ends). Nothing is awaited between the hello and the client's bytes: a round
+ * trip less on every connection.
  */
 import { z } from "zod";
 import { SessionIdSchema } from "./ids.js";
@@ -32,12 +33,6 @@ export const EgressHelloSchema = z.strictObject({
   peer: EgressPeerSchema,
 });
 export type EgressHello = z.infer<typeof EgressHelloSchema>;
-
-export const EgressAckSchema = z.union([
-  z.strictObject({ ok: z.literal(true) }),
-  z.strictObject({ ok: z.literal(false), error: z.string().max(1024) }),
-]);
-export type EgressAck = z.infer<typeof EgressAckSchema>;
 
 /** The user name in the proxy URL handed to agents and commands (its password is the credential). */
 export const PROXY_USER = "oubliette";

@@ -179,14 +179,22 @@ export function patternCovers(pattern: HostPattern, host: string, port: number):
   return pattern.host === host;
 }
 
-/** The `allow` entries and every preset's hosts of a policy, parsed (bad entries, which validation refuses, are skipped). */
+const parsedPatterns = new WeakMap<NetworkPolicy, { text: string; pattern: HostPattern }[]>();
+
+/**
+ * The `allow` entries and every preset's hosts of a policy, parsed once per policy object (bad
+ * entries, which validation refuses, are skipped).
+ */
 export function policyPatterns(policy: NetworkPolicy): { text: string; pattern: HostPattern }[] {
+  const known = parsedPatterns.get(policy);
+  if (known) return known;
   const texts = [...policy.allow, ...policy.presets.flatMap((name) => NETWORK_PRESETS[name].hosts)];
   const patterns: { text: string; pattern: HostPattern }[] = [];
   for (const text of texts) {
     const pattern = parseHostPattern(text);
     if (typeof pattern !== "string") patterns.push({ text, pattern });
   }
+  parsedPatterns.set(policy, patterns);
   return patterns;
 }
 

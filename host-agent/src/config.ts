@@ -67,6 +67,11 @@ export const HostAgentConfigSchema = z
       .transform((v) => v === true || v === "1" || v === "true")
       .default(false),
     /**
+     * The TCP connection hash each new container's network namespace gets (see
+     * runtime/container-ehash.ts); 0 leaves the kernel's setting alone.
+     */
+    containerEhashEntries: z.coerce.number().int().min(0).max(1_048_576).default(4096),
+    /**
      * Test only: names the egress gate resolves to a loopback address of this machine, and lets
      * through to it (`name=127.0.0.1,other=::1`); refused unless the Worker itself is on loopback.
      */

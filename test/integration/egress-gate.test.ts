@@ -11,7 +11,7 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
-import { createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -122,6 +122,7 @@ beforeAll(async () => {
     socketPath,
     runnerToken: RUNNER_TOKEN,
     peerOf: () => peer,
+    byUid: false,
     logger,
   });
 }, 60_000);
@@ -352,6 +353,29 @@ describe("the policy at the gate", () => {
   });
 });
 
+describe("the bytes a client sends at once", () => {
+  it("a CONNECT and the tunnel's first bytes in one write reach the host in order, every time", async () => {
+    setProject({ mode: "allowlist", allow: [`${ECHO}:${echoPort}`] });
+    for (let i = 0; i < 50; i++) {
+      const payload = `payload-${i}-${"x".repeat(i * 37)}`;
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(forwarder.port, "127.0.0.1");
+        let text = "";
+        socket.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+          if (text.endsWith(payload)) {
+            socket.destroy();
+            resolve(text);
+          }
+        });
+        socket.once("error", reject);
+        socket.write(`CONNECT ${ECHO}:${echoPort} HTTP/1.1\r\nHost: ${ECHO}:${echoPort}\r\n\r\n${payload}`);
+      });
+      expect(answer).toBe(`HTTP/1.1 200 Connection Established\r\n\r\n${payload}`);
+    }
+  });
+});
+
 describe("who a connection is", () => {
   it("one session's credential is refused on another session's connection", async () => {
     setProject({ mode: "allowlist", allow: [`${ECHO}:${echoPort}`] });
@@ -386,6 +410,7 @@ describe("who a connection is", () => {
       socketPath,
       runnerToken: "not-the-runner-secret",
       peerOf: () => ({ kind: "session", session_id: SESSION_A }),
+      byUid: false,
       logger,
     });
     try {

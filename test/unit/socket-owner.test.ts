@@ -34,3 +34,22 @@ describe("the kernel's socket table", () => {
     expect(parseSocketTable("header\nnot a row\n")).toEqual([]);
   });
 });
+
+describe("the real table", () => {
+  it("names this process's uid for its own loopback connection", async () => {
+    const { createServer, connect } = await import("node:net");
+    const { socketOwner } = await import("../../container-client/src/runner/socket-owner.js");
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const serverPort = (server.address() as { port: number }).port;
+    const client = connect(serverPort, "127.0.0.1");
+    await new Promise<void>((resolve) => client.once("connect", () => resolve()));
+    try {
+      expect(await socketOwner(client.localPort ?? 0, serverPort)).toBe(process.getuid?.());
+      expect(await socketOwner(1, serverPort)).toBeNull();
+    } finally {
+      client.destroy();
+      server.close();
+    }
+  });
+});

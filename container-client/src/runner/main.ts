@@ -51,6 +51,7 @@ export async function runRunner(log: Logger): Promise<void> {
     socketPath: join(dirname(socketPath), EGRESS_SOCKET_NAME),
     runnerToken: token,
     peerOf: (uid) => runner?.egressPeer(uid) ?? { kind: "unknown", uid },
+    byUid: env[AgentEnv.separateSessions] === "1",
     logger: log,
   }).catch((err: Error) => {
     log.error({ err: err.message }, "the egress proxy could not start; agents get no network");

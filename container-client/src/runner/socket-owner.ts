@@ -3,12 +3,18 @@
  * /proc/net/tcp and /proc/net/tcp6 list each socket with its owner's uid. The runner accepts a
  * proxy connection and looks up the client's end (local port = the client's, remote port = the
  * proxy's) to learn whose it is — no credential an agent could copy decides that.
+ *
+ * The kernel writes the table as it is read, walking its whole connection hash: the table is read
+ * in pieces and the reading stops at the row sought. (A container's network namespace with a hash
+ * of its own, which the host-agent arranges where it can, keeps that walk short.)
  */
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 
 const TABLES = ["/proc/net/tcp", "/proc/net/tcp6"];
 /** TCP_ESTABLISHED in the kernel's state column. */
 const ESTABLISHED = "01";
+/** How much of a table one read takes. */
+const PIECE = 64 * 1024;
 
 /** One row of a socket table that matters here. */
 export interface SocketRow {
@@ -18,41 +24,63 @@ export interface SocketRow {
   uid: number;
 }
 
-/** Parses a /proc/net/tcp(6) table (header line first); rows it cannot read are skipped. */
+/** Parses one row of a /proc/net/tcp(6) table; null for the header or a line it cannot read. */
+export function parseSocketRow(line: string): SocketRow | null {
+  const fields = line.trim().split(/\s+/);
+  // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
+  if (fields.length < 10 || !/^\d+:$/.test(fields[0] ?? "")) return null;
+  const local = fields[1]?.split(":")[1];
+  const remote = fields[2]?.split(":")[1];
+  const uid = Number(fields[7]);
+  if (local === undefined || remote === undefined || !Number.isInteger(uid)) return null;
+  return {
+    localPort: Number.parseInt(local, 16),
+    remotePort: Number.parseInt(remote, 16),
+    state: fields[3] ?? "",
+    uid,
+  };
+}
+
+/** Parses a whole table (header line first); rows it cannot read are skipped. */
 export function parseSocketTable(text: string): SocketRow[] {
-  const rows: SocketRow[] = [];
-  for (const line of text.split("\n").slice(1)) {
-    const fields = line.trim().split(/\s+/);
-    // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
-    if (fields.length < 10) continue;
-    const local = fields[1]?.split(":")[1];
-    const remote = fields[2]?.split(":")[1];
-    const uid = Number(fields[7]);
-    if (local === undefined || remote === undefined || !Number.isInteger(uid)) continue;
-    rows.push({
-      localPort: Number.parseInt(local, 16),
-      remotePort: Number.parseInt(remote, 16),
-      state: fields[3] ?? "",
-      uid,
-    });
-  }
-  return rows;
+  return text.split("\n").flatMap((line) => parseSocketRow(line) ?? []);
+}
+
+/** Whether `row` is the client end of a connection from `clientPort` to `serverPort`. */
+function isClientEnd(row: SocketRow, clientPort: number, serverPort: number): boolean {
+  return row.localPort === clientPort && row.remotePort === serverPort && row.state === ESTABLISHED;
 }
 
 /** The uid owning the client end of a connection from `clientPort` to `serverPort`, or null when not found. */
 export function ownerIn(rows: readonly SocketRow[], clientPort: number, serverPort: number): number | null {
-  const row = rows.find(
-    (r) => r.localPort === clientPort && r.remotePort === serverPort && r.state === ESTABLISHED,
-  );
-  return row?.uid ?? null;
+  return rows.find((r) => isClientEnd(r, clientPort, serverPort))?.uid ?? null;
 }
 
-/** Reads the kernel's tables and finds the owner of the client end; null when it is not there. */
+/** Reads the kernel's tables (in pieces, stopping at the row) and finds the owner of the client end. */
 export async function socketOwner(clientPort: number, serverPort: number): Promise<number | null> {
   for (const table of TABLES) {
-    const text = await readFile(table, "utf8").catch(() => "");
-    const uid = ownerIn(parseSocketTable(text), clientPort, serverPort);
+    const uid = await findIn(table, clientPort, serverPort).catch(() => null);
     if (uid !== null) return uid;
   }
   return null;
+}
+
+async function findIn(table: string, clientPort: number, serverPort: number): Promise<number | null> {
+  const file = await open(table, "r");
+  try {
+    const buffer = Buffer.alloc(PIECE);
+    let rest = "";
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, 0, PIECE, null);
+      if (bytesRead === 0) return null;
+      const lines = (rest + buffer.toString("latin1", 0, bytesRead)).split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) {
+        const row = parseSocketRow(line);
+        if (row !== null && isClientEnd(row, clientPort, serverPort)) return row.uid;
+      }
+    }
+  } finally {
+    await file.close();
+  }
 }

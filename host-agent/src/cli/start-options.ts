@@ -106,6 +106,12 @@ export function addStartOptions(command: Command): Command {
     )
     .addOption(
       new Option(
+        "--container-ehash-entries <n>",
+        "the TCP connection hash of each new container's network namespace (the egress proxy reads it per connection); 0 leaves the kernel's setting (default 4096, set when root and unset)",
+      ).env("OUBLIETTE_CONTAINER_EHASH_ENTRIES"),
+    )
+    .addOption(
+      new Option(
         "--egress-test-resolve <name=address,...>",
         "tests on one machine: names the egress gate resolves to a loopback address and lets through (refused unless --worker-url is on loopback)",
       ).env("OUBLIETTE_EGRESS_TEST_RESOLVE"),

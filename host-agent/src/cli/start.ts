@@ -15,6 +15,7 @@ import { GitCredentials } from "../git/git-credentials.js";
 import { configuredProviders, loadModelKeys, type ModelKeys } from "../models/model-keys.js";
 import { ModelProxy } from "../models/model-proxy.js";
 import { ProjectManager } from "../projects/project-manager.js";
+import { ensureContainerEhash } from "../runtime/container-ehash.js";
 import { selectRuntime } from "../runtime/select-runtime.js";
 import { HostControl } from "../tunnel/host-control.js";
 import { HOST_AGENT_VERSION } from "../version.js";
@@ -54,6 +55,8 @@ export async function start(settings: HostAgentConfig): Promise<void> {
     logger.fatal({ err: err.message }, "no runtime");
     process.exit(1);
   });
+  // Before any container (and its network namespace) is made: see container-ehash.ts.
+  if (runtime.kind === "docker") await ensureContainerEhash(config.containerEhashEntries, logger);
   if (runtime.kind === "process" && !config.runnerCommand) {
     logger.fatal("the process runtime needs the container-client bundle: run `npm run build`");
     process.exit(2);

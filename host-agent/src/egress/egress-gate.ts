@@ -2,8 +2,8 @@
  * The host's egress gate: one per host-agent, serving an egress socket in each project
  * container's socket directory (`runner/egress.sock`, which only the runner may reach). Each
  * connection starts with the runner's hello (protocol/egress.ts: the container's secret and who,
- * by uid, made the connection), which the gate answers before the client's first byte passes;
- * the rest is the client's HTTP proxy conversation, which the project's EgressProxy decides.
+ * by uid, made the connection); the rest is the client's HTTP proxy conversation, which the
+ * project's EgressProxy decides.
  * A container keeps no network of its own: this is the only way out besides the model and git.
  */
 import { timingSafeEqual } from "node:crypto";
@@ -11,12 +11,7 @@ import { chmod, rm } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import type { Logger } from "../../../lib/log.js";
 import { withSocketPath } from "../../../lib/unix-path.js";
-import {
-  type EgressAck,
-  EgressHelloSchema,
-  type EgressPeer,
-  MAX_EGRESS_HELLO_BYTES,
-} from "../../../protocol/egress.js";
+import { EgressHelloSchema, type EgressPeer, MAX_EGRESS_HELLO_BYTES } from "../../../protocol/egress.js";
 import { parseJson } from "../../../protocol/json.js";
 import type { AddressPolicy } from "./address-check.js";
 import { type Dialer, EgressProxy } from "./egress-proxy.js";
@@ -97,42 +92,45 @@ export class EgressGate {
 }
 
 /**
- * Reads the runner's hello line and answers it; resolves with the peer once the connection is
- * the client's, or null when it was refused (the socket is then ended). No client byte may come
- * before the answer: any does, and the connection is refused.
+ * Reads the runner's hello line; resolves with the peer and the client's bytes that came with it
+ * (given back to the socket), or null when the hello was refused (the client is told why in an
+ * HTTP 502, and the connection ends).
  */
 function readHello(socket: Socket, runnerToken: string): Promise<EgressPeer | null> {
   return new Promise((resolve) => {
     let buffered = Buffer.alloc(0);
-    const timer = setTimeout(() => finish(null, "no hello in time"), HELLO_TIMEOUT_MS);
+    const timer = setTimeout(() => finish(null, null, "no hello in time"), HELLO_TIMEOUT_MS);
     timer.unref();
     const onData = (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
       const newline = buffered.indexOf(10);
       if (newline === -1) {
-        if (buffered.length > MAX_EGRESS_HELLO_BYTES) finish(null, "the hello is too long");
+        if (buffered.length > MAX_EGRESS_HELLO_BYTES) finish(null, null, "the hello is too long");
         return;
       }
-      if (newline !== buffered.length - 1) return finish(null, "bytes came before the hello was answered");
+      const rest = buffered.subarray(newline + 1);
       const parsed = parseJson(buffered.subarray(0, newline).toString("utf8"));
       const hello = EgressHelloSchema.safeParse(parsed.ok ? parsed.value : undefined);
-      if (!hello.success) return finish(null, "the hello is not an egress hello");
+      if (!hello.success) return finish(null, null, "the hello is not an egress hello");
       if (!sameSecret(hello.data.runner_token, runnerToken))
-        return finish(null, "the runner's secret is wrong");
-      finish(hello.data.peer, null);
+        return finish(null, null, "the runner's secret is wrong");
+      finish(hello.data.peer, rest, null);
     };
-    const finish = (peer: EgressPeer | null, error: string | null) => {
+    const finish = (peer: EgressPeer | null, rest: Buffer | null, error: string | null) => {
       clearTimeout(timer);
       socket.off("data", onData);
-      // No byte can come before the answer below (the runner waits for it), and the proxy's
-      // parser takes the socket in the microtask that follows: nothing is read in between.
-      const ack: EgressAck = error === null ? { ok: true } : { ok: false, error };
-      if (error !== null) {
-        socket.end(`${JSON.stringify(ack)}\n`);
+      if (error !== null || peer === null) {
+        const body = `the egress gate refused this container's proxy: ${error}\n`;
+        socket.end(
+          `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
         resolve(null);
         return;
       }
-      socket.write(`${JSON.stringify(ack)}\n`);
+      // The client's first bytes came with the hello: they are read again by the proxy's parser,
+      // which takes the socket in the microtask that follows (no read happens in between).
+      socket.pause();
+      if (rest !== null && rest.length > 0) socket.unshift(rest);
       resolve(peer);
     };
     socket.on("data", onData);

@@ -85,6 +85,8 @@ export class EgressProxy {
   serve(socket: Socket, peer: EgressPeer): void {
     this.#peers.set(socket, peer);
     this.#server.emit("connection", socket);
+    // Paused with the client's first bytes given back (egress-gate.ts): they flow to the parser now.
+    socket.resume();
   }
 
   /** Closes the connections still open. */
@@ -114,11 +116,14 @@ export class EgressProxy {
     }
     const meter = this.#o.project.meter(principal);
     meter.connected(target.host, target.port);
-    const counter = meter.counter(target.host, target.port);
+    // Counted from the sockets' own totals (once a second and at the end), not per chunk: the
+    // bytes pass by pipe() alone.
+    const counted = countSocket(upstream, meter.counter(target.host, target.port));
     let released = false;
     const end = () => {
       if (released) return;
       released = true;
+      counted.stop();
       this.#o.project.release();
       client.destroy();
       upstream.destroy();
@@ -129,13 +134,8 @@ export class EgressProxy {
     client.on("close", end);
     upstream.setTimeout(this.#o.idleMs, end);
     client.setTimeout(this.#o.idleMs, end);
-    upstream.on("data", (chunk: Buffer) => counter.add(0, chunk.length));
-    client.on("data", (chunk: Buffer) => counter.add(chunk.length, 0));
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    if (head.length > 0) {
-      counter.add(head.length, 0);
-      upstream.write(head);
-    }
+    if (head.length > 0) upstream.write(head);
     client.pipe(upstream);
     upstream.pipe(client);
   }
@@ -272,6 +272,25 @@ export class EgressProxy {
       res.end(JSON.stringify({ error: "the gate failed on this request" }));
     } else res.destroy();
   }
+}
+
+/** Adds what passed on `socket` to `counter` once a second and when stopped (out: written to the host). */
+function countSocket(socket: Socket, counter: { add(out: number, inbound: number): void }): { stop(): void } {
+  let out = 0;
+  let inbound = 0;
+  const sample = () => {
+    counter.add(socket.bytesWritten - out, socket.bytesRead - inbound);
+    out = socket.bytesWritten;
+    inbound = socket.bytesRead;
+  };
+  const timer = setInterval(sample, 1_000);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+    },
+  };
 }
 
 /** `host:port` of a CONNECT (IPv6 in brackets); null when it is not one. */
