@@ -8,6 +8,7 @@ import { projectSessions, type SessionListing } from "../models.js";
 import { dataTable } from "../table.js";
 import { heading, type View, type ViewContext } from "../view.js";
 import { filesHash } from "./files.js";
+import { editProjectForm } from "./project-form.js";
 
 interface Workspace {
   workspace_id: string;
@@ -163,6 +164,45 @@ function writerControls(
   );
 }
 
+/**
+ * The project's settings, and for writers "Edit settings": the settings form in their place,
+ * which on save shows the settings as the server now holds them.
+ */
+function settingsSection(projectId: string, info: JsonRecord, writable: boolean): HTMLElement {
+  const list = h("div", {}, settings(info));
+  const section = h("section", { "aria-label": "Settings" }, h("h2", {}, "Settings"));
+  if (!writable) {
+    section.append(list);
+    return section;
+  }
+  const slot = errorSlot();
+  const note = h("p", { class: "muted", role: "status" });
+  const place = h("div", {});
+  let current = info;
+  const close = () => {
+    replace(place);
+    list.hidden = false;
+    edit.hidden = false;
+  };
+  const edit: HTMLButtonElement = button("Edit settings", () => {
+    void guarded(slot, async () => {
+      replace(note);
+      const form = await editProjectForm(projectId, current, (saved) => {
+        current = saved;
+        replace(list, settings(saved));
+        close();
+        replace(note, "Settings saved.");
+      });
+      replace(place, form, h("div", { class: "actions" }, button("Cancel", close)));
+      list.hidden = true;
+      edit.hidden = true;
+      form.querySelector<HTMLElement>("input, select, textarea")?.focus();
+    }, [edit]);
+  });
+  section.append(h("div", { class: "actions" }, edit), note, slot.el, place, list);
+  return section;
+}
+
 /** One project: settings, workspaces, its sessions, and for writers its container and new sessions. */
 export const projectView: View = (ctx, projectId = "") => {
   const { root, scope } = ctx;
@@ -198,8 +238,7 @@ export const projectView: View = (ctx, projectId = "") => {
         sessions.el,
         h("h2", {}, "Workspaces"),
         workspaces(projectId, list(spaces, "workspaces", parseWorkspace)),
-        h("h2", {}, "Settings"),
-        settings(info),
+        settingsSection(projectId, info, canWrite(projectId)),
       );
       scope.every(3_000, async () => {
         const rows = await projectSessions(projectId);
