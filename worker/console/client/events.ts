@@ -1,4 +1,5 @@
-import { bool, compact, isRecord, type JsonRecord, num, rec, str } from "./json.js";
+import { hostPort } from "./format.js";
+import { bool, compact, isRecord, type JsonRecord, num, rec, str, strings } from "./json.js";
 
 /**
  * One readable line per session event (protocol/events.ts `SessionEventSchema`). Agent and
@@ -10,6 +11,10 @@ export interface SessionEventLine {
   type: string;
   at: string | null;
   text: string;
+  /** Long text shown folded under `text` (a setup step's output). */
+  detail?: string;
+  /** The event itself, for views that gather some kinds (the network, the setup). */
+  event: JsonRecord;
 }
 
 /** The event's identity for "never show twice": `index`, else `seq` for a server that numbers by it. */
@@ -40,7 +45,26 @@ function approvalSubject(event: JsonRecord): string {
   if (path !== null) return `${path}${event.diff !== undefined ? `\n${str(event, "diff") ?? ""}` : ""}`;
   const tool = str(event, "tool");
   if (tool !== null) return `${tool} ${compact(event.arguments ?? {})}`;
+  const host = str(event, "host");
+  if (host !== null)
+    return `${str(event, "method") ?? "a connection to"} ${hostPort(host, num(event, "port"))}`;
   return str(event, "summary") ?? "";
+}
+
+/** Seconds with one decimal, from a duration in milliseconds. */
+function seconds(ms: number | null): string {
+  return ms === null ? "" : ` in ${(ms / 1000).toFixed(1)} s`;
+}
+
+/** How a setup ended: its steps done, or the step that failed and how. */
+function setupFinished(e: JsonRecord): string {
+  const took = seconds(num(e, "duration_ms"));
+  const message = str(e, "message") ?? "";
+  if (str(e, "status") === "ok") return `setup finished${took}: ${message}`;
+  const step = num(e, "step");
+  const exit = e.exit_code === null ? "killed or timed out" : `exit ${compact(e.exit_code ?? null)}`;
+  const command = str(e, "command");
+  return `setup failed${step !== null ? ` at step ${step + 1}` : ""}${command !== null ? ` (${command}, ${exit})` : ""}${took}: ${message}`;
 }
 
 function describe(type: string, e: JsonRecord): string {
@@ -92,6 +116,16 @@ function describe(type: string, e: JsonRecord): string {
       return `approval ${s("request_id")} denied (${s("kind")}, by ${s("by")}): ${s("summary")} — ${s("message")}`;
     case "approval_expired":
       return `approval ${s("request_id")} expired (${s("kind")}): ${s("summary")}`;
+    case "network_blocked":
+      return `network blocked: ${str(e, "method") ?? "connection"} ${hostPort(s("host"), num(e, "port"))} — ${s("code")}: ${s("reason")}`;
+    case "setup_started": {
+      const steps = strings(e, "steps");
+      return `setup started in workspace ${s("workspace_id")}: ${steps.length} step(s)${steps.map((step, i) => `\n  ${i + 1}. ${step}`).join("")}`;
+    }
+    case "setup_output":
+      return `setup step ${(num(e, "step") ?? 0) + 1} ${s("stream")}: ${s("text").split("\n").filter(Boolean).length} line(s)`;
+    case "setup_finished":
+      return setupFinished(e);
     case "job_started":
       return `job ${s("job_id")} started: ${s("tool")}`;
     case "job_progress":
@@ -118,7 +152,15 @@ export function parseEventLine(data: string): SessionEventLine | null {
   const type = str(event, "type");
   const at = position(event);
   if (type === null || at === null) return null;
-  return { position: at, type, at: str(event, "ts") ?? str(event, "at"), text: describe(type, event) };
+  const line: SessionEventLine = {
+    position: at,
+    type,
+    at: str(event, "ts") ?? str(event, "at"),
+    text: describe(type, event),
+    event,
+  };
+  if (type === "setup_output") line.detail = str(event, "text") ?? "";
+  return line;
 }
 
 /** Events after which the pending requests may have changed. */

@@ -36,3 +36,23 @@ export function usd(value: number | null): string {
   if (value === null) return "—";
   return `$${value < 1 ? value.toFixed(4) : value.toFixed(2)}`;
 }
+
+/** A byte count in B, kB, MB or GB (powers of 1000, one decimal past kilobytes). */
+export function bytes(value: number): string {
+  if (value < 1000) return `${value} B`;
+  const units = ["kB", "MB", "GB", "TB"];
+  let scaled = value;
+  let unit = "B";
+  for (const next of units) {
+    if (scaled < 1000) break;
+    scaled /= 1000;
+    unit = next;
+  }
+  return `${scaled.toFixed(1)} ${unit}`;
+}
+
+/** `host:port`, an IPv6 address in brackets (as the gate and the allowlists write it). */
+export function hostPort(host: string, port: number | null): string {
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return port === null ? shown : `${shown}:${port}`;
+}

@@ -4,10 +4,13 @@ import { h, labelled, replace } from "../dom.js";
 import { errorSlot, guarded, messageOf } from "../errors.js";
 import { parseEventLine, type SessionEventLine, touchesPending } from "../events.js";
 import { clock, dash, usd } from "../format.js";
+import type { JsonRecord } from "../json.js";
 import type { Scope, StreamState } from "../live.js";
 import { isLive, parseInfo, type SessionInfo } from "../models.js";
 import { heading, type View } from "../view.js";
 import { pendingSection } from "./pending.js";
+import { networkSection } from "./session-network.js";
+import { setupSection } from "./session-setup.js";
 
 const INFO_REFRESH_MS = 3_000;
 /** Lines kept in the page; older ones go first (the session's log keeps them all). */
@@ -81,14 +84,17 @@ function eventList(scope: Scope, sessionId: string, onEvent: (line: SessionEvent
       if (line === null || line.position <= highest) return;
       highest = line.position;
       const follow = wrap.scrollTop + wrap.clientHeight >= wrap.scrollHeight - 24;
+      const time = h("span", { class: "event-time" }, clock(line.at));
+      const attrs = { class: `event event-${line.type}` };
       ol.append(
-        h(
-          "li",
-          { class: `event event-${line.type}` },
-          h("span", { class: "event-time" }, clock(line.at)),
-          " ",
-          line.text,
-        ),
+        line.detail === undefined
+          ? h("li", attrs, time, " ", line.text)
+          : // Long text (a setup step's output) is folded under its line.
+            h(
+              "li",
+              attrs,
+              h("details", {}, h("summary", {}, time, " ", line.text), h("pre", {}, line.detail)),
+            ),
       );
       while (ol.childElementCount > MAX_EVENT_LINES) ol.firstElementChild?.remove();
       if (follow) wrap.scrollTop = wrap.scrollHeight;
@@ -99,7 +105,7 @@ function eventList(scope: Scope, sessionId: string, onEvent: (line: SessionEvent
   return h("section", {}, h("h2", {}, "Events"), state, wrap);
 }
 
-/** One session: its status, its controls, what waits for an answer, and its live events. */
+/** One session: its status, its controls, what waits for an answer, its setup, its live events and its network. */
 export const sessionView: View = ({ root, scope }, sessionId = "") => {
   const status = h("p", { role: "status", "aria-label": "Session status", class: "status-line" }, "Loading…");
   const errors = errorSlot();
@@ -107,17 +113,21 @@ export const sessionView: View = ({ root, scope }, sessionId = "") => {
 
   let built = false;
   let controlsEl: HTMLElement | null = null;
+  const network = networkSection();
+  const setup = setupSection();
   const info = scope.every(INFO_REFRESH_MS, async () => {
-    let current: SessionInfo | null;
+    let answer: JsonRecord;
     try {
-      current = parseInfo(await callObject("session", { action: "get", session_id: sessionId }));
+      answer = await callObject("session", { action: "get", session_id: sessionId });
     } catch (err) {
       if (!scope.disposed) errors.show(messageOf(err));
       return;
     }
+    const current = parseInfo(answer);
     if (current === null || scope.disposed) return;
     errors.clear();
     replace(status, statusText(current));
+    network.update(answer);
     // An ended session takes no more messages: its controls go.
     if (!isLive(current.status)) controlsEl?.remove();
     if (built) return;
@@ -132,10 +142,15 @@ export const sessionView: View = ({ root, scope }, sessionId = "") => {
     root.append(
       h("p", {}, "Project: ", h("a", { href: `#/projects/${current.project_id}` }, current.project_id)),
       pending.el,
+      setup.el,
       eventList(scope, sessionId, (line) => {
         if (touchesPending(line.type)) pending.poke();
-        if (line.type === "session_ended" || line.type === "droid_status") info.poke();
+        if (line.type === "session_ended" || line.type === "droid_status" || line.type === "network_blocked")
+          info.poke();
+        setup.event(line);
+        network.event(line);
       }),
+      network.el,
     );
   });
 };
