@@ -1,8 +1,8 @@
 import { callObject } from "../api.js";
 import { button, h, labelled, replace } from "../dom.js";
 import { type ErrorSlot, errorSlot, guarded, messageOf } from "../errors.js";
-import { when } from "../format.js";
-import { type JsonRecord, list, pretty, rec, str } from "../json.js";
+import { hostPort, when } from "../format.js";
+import { type JsonRecord, list, num, pretty, rec, str } from "../json.js";
 import type { Scope } from "../live.js";
 
 /**
@@ -53,9 +53,19 @@ function parseApproval(r: JsonRecord): Approval | null {
   };
 }
 
-/** The exact thing asked about: the command, the path and its diff, or the tool and its arguments. */
+/** A network request's target: the method (when the gate saw one) and `host:port`. */
+function networkTarget(r: JsonRecord): string {
+  const host = str(r, "host") ?? "?";
+  return `${str(r, "method") ?? "a connection to"} ${hostPort(host, num(r, "port"))}`;
+}
+
+/**
+ * The exact thing asked about: the command, the path and its diff, the tool and its arguments,
+ * or the host, port and method a network request wants.
+ */
 function subject(approval: Approval): string {
   const r = approval.request;
+  if (approval.kind === "network") return networkTarget(r);
   const command = str(r, "command");
   if (command !== null) return command;
   const path = str(r, "path");
@@ -136,9 +146,22 @@ export function pendingSection(scope: Scope, sessionId: string, writable: boolea
     const article = h(
       "article",
       { "aria-label": `Approval ${approval.request_id}`, class: "card" },
-      h("h3", {}, `Approval: ${approval.kind}`),
+      h(
+        "h3",
+        {},
+        approval.kind === "network"
+          ? `Approval: network, ${networkTarget(approval.request)}`
+          : `Approval: ${approval.kind}`,
+      ),
       h("p", {}, approval.summary),
       h("pre", {}, subject(approval)),
+      approval.kind === "network"
+        ? h(
+            "p",
+            { class: "muted" },
+            "Allow for project adds this host and port to the project's network allowlist.",
+          )
+        : null,
       cwd ? h("p", { class: "muted" }, `in ${cwd}`) : null,
       h(
         "p",
@@ -150,14 +173,17 @@ export function pendingSection(scope: Scope, sessionId: string, writable: boolea
     const slot = errorSlot();
     const message = h("input", { type: "text", autocomplete: "off" });
     const controls: HTMLButtonElement[] = [];
-    const decide = (decision: "allow" | "allow_session" | "deny") => {
+    const decide = (decision: "allow" | "allow_session" | "allow_project" | "deny") => {
       const args: JsonRecord = { request_id: approval.request_id, decision };
       if (decision === "deny" && message.value.trim() !== "") args.message = message.value;
       void answer(slot, controls, "approval_response", args);
     };
+    const network = approval.kind === "network";
     controls.push(
-      button("Allow", () => decide("allow")),
+      button("Allow once", () => decide("allow")),
       button("Allow for session", () => decide("allow_session")),
+      // Only a network request can be allowed for the project: its host joins the allowlist.
+      ...(network ? [button("Allow for project", () => decide("allow_project"))] : []),
       button("Deny", () => decide("deny"), "danger"),
     );
     article.append(
