@@ -6,6 +6,7 @@
  * was told, and on the container's files. Saves screenshots of the main pages (see SCREENSHOTS).
  */
 import { mkdirSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import Dockerode from "dockerode";
@@ -37,10 +38,32 @@ let browser: Browser;
 let admin: Page;
 
 const SHELL_ASKS: ApprovalPolicy = { rules: [{ kind: "shell", action: "ask" }], default: "allow" };
+const NETWORK_ASKS: ApprovalPolicy = { rules: [{ kind: "network", action: "ask" }], default: "allow" };
+
+/**
+ * Names the Docker host's gate maps to this machine's loopback (its test flag), where `web`
+ * answers: the droid's requests to them go through the gate as to any host on the internet.
+ */
+const WEB = "web.oubliette.test";
+const OTHER = "other.oubliette.test";
+let web: Server;
+let webPort = 0;
+const webSeen: string[] = [];
 
 beforeAll(async () => {
+  web = createServer((req, res) => {
+    webSeen.push(`${req.headers.host ?? ""}${req.url ?? ""}`);
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end("hello from the web\n");
+  });
+  await new Promise<void>((done) => web.listen(0, "127.0.0.1", done));
+  webPort = (web.address() as { port: number }).port;
   stack = await TestStack.start();
-  dockerHost = await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  dockerHost = await stack.addHost({
+    runtime: "docker",
+    image: inject("droidImage"),
+    extraEnv: { OUBLIETTE_EGRESS_TEST_RESOLVE: `${WEB}=127.0.0.1,${OTHER}=127.0.0.1` },
+  });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   browser = await launchBrowser();
   admin = await signIn(stack.adminToken);
@@ -51,6 +74,7 @@ afterAll(async () => {
   await browser?.close();
   await caller?.close();
   await stack?.stop();
+  web?.close();
 });
 
 /** A fresh browser context signed in with `token` through the console's sign-in page. */
@@ -105,8 +129,30 @@ async function droidIn(projectId: string): Promise<string> {
   return session_id;
 }
 
+/** Runs curl in the session's droid (as its agent's shell would): the HTTP status it got. */
+async function curl(sessionId: string, url: string): Promise<string> {
+  const out = await runStep(
+    caller,
+    sessionId,
+    { op: "exec", argv: ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", url], timeout_ms: 80_000 },
+    90_000,
+  );
+  return String(out.stdout ?? "");
+}
+
 function events(page: Page) {
   return page.getByRole("list", { name: "Events" });
+}
+
+/** Waits for `wait`; when it fails, the error carries the page's event lines (what happened instead). */
+async function showingEvents<T>(page: Page, wait: Promise<T>): Promise<T> {
+  try {
+    return await wait;
+  } catch (err) {
+    throw new Error(
+      `${String(err)}\nthe session's events:\n${(await events(page).allTextContents()).join("\n")}`,
+    );
+  }
 }
 
 /** The event lines holding `text` that the droid printed (not the message that told it to). */
@@ -252,7 +298,9 @@ describe("signed in as an admin", () => {
       expect(await approval.textContent()).toContain("touch allowed-in-browser.txt");
       expect(await workspaceHas(approvalsProject, "allowed-in-browser.txt")).toBe(false);
       await screenshot(admin, "approval");
-      await approval.getByRole("button", { name: "Allow", exact: true }).click();
+      // Only a network request can be allowed for the whole project.
+      expect(await approval.getByRole("button", { name: "Allow for project" }).count()).toBe(0);
+      await approval.getByRole("button", { name: "Allow once" }).click();
       const decision = (await outputs).find((o) => o.op === "approval");
       expect(decision).toMatchObject({ decision: "allow", by: "answer" });
       expect(await workspaceHas(approvalsProject, "allowed-in-browser.txt")).toBe(true);
@@ -282,6 +330,154 @@ describe("signed in as an admin", () => {
       const second = (await ask("touch session-2.txt")).find((o) => o.op === "approval");
       expect(second).toMatchObject({ decision: "allow", by: "session_allowance" });
       expect(await workspaceHas(approvalsProject, "session-2.txt")).toBe(true);
+    });
+  });
+
+  describe("network and setup", () => {
+    let settingsProject = "";
+
+    it("edits a project's network and setup in the settings form; project get shows the new values", async () => {
+      settingsProject = await newProject();
+      await admin.goto(`${stack.url}/#/projects/${settingsProject}`);
+      await admin.getByRole("button", { name: "Edit settings" }).click();
+      const form = admin.getByRole("form", { name: "Project settings" });
+      const network = form.getByRole("group", { name: "network", exact: true });
+      await network.getByLabel("mode").selectOption("allowlist");
+      await network.getByLabel("allow").fill("registry.npmjs.org\n*.example.com:443\n");
+      await network.getByRole("checkbox", { name: "package-registries" }).check();
+      const methods = network.getByRole("group", { name: "methods" });
+      await methods.getByRole("checkbox", { name: "GET", exact: true }).check();
+      await methods.getByRole("checkbox", { name: "CONNECT", exact: true }).check();
+      // One step per line; a JSON array of strings is an argv.
+      // (The droid image has no echo binary: an argv runs node.)
+      await form
+        .getByLabel("setup", { exact: true })
+        .fill(`echo first step\n["node","-e","console.log('argv step')"]`);
+      await form
+        .getByRole("group", { name: "setup_network", exact: true })
+        .getByLabel("mode")
+        .selectOption("off");
+      await screenshot(admin, "project-settings");
+      await form.getByRole("button", { name: "Save settings" }).click();
+      await admin.getByRole("status").filter({ hasText: "Settings saved." }).waitFor({ timeout: 10_000 });
+      const saved = await caller.ok<Record<string, unknown>>("project", {
+        action: "get",
+        project_id: settingsProject,
+      });
+      expect(saved.network).toEqual({
+        mode: "allowlist",
+        allow: ["registry.npmjs.org", "*.example.com:443"],
+        presets: ["package-registries"],
+        methods: ["GET", "CONNECT"],
+      });
+      expect(saved.setup).toEqual(["echo first step", ["node", "-e", "console.log('argv step')"]]);
+      expect(saved.setup_network).toEqual({ mode: "off", allow: [], presets: ["package-registries"] });
+      // What was left alone stays as it was.
+      expect(saved.approval_policy).toBe("auto");
+
+      // A bad entry: the server's message names it, next to the form, and nothing changes.
+      await admin.getByRole("button", { name: "Edit settings" }).click();
+      expect(await network.getByLabel("allow").inputValue()).toBe("registry.npmjs.org\n*.example.com:443");
+      await network.getByLabel("allow").fill("good.example.com\nbad host");
+      await form.getByLabel("setup", { exact: true }).fill("echo never saved");
+      await form.getByRole("button", { name: "Save settings" }).click();
+      const refusal = form.getByRole("alert");
+      await refusal.waitFor({ timeout: 10_000 });
+      expect(await refusal.textContent()).toContain("network.allow.1: bad host is not a host name");
+      const after = await caller.ok<Record<string, unknown>>("project", {
+        action: "get",
+        project_id: settingsProject,
+      });
+      expect(after.network).toEqual(saved.network);
+      expect(after.setup).toEqual(saved.setup);
+      await admin.getByRole("button", { name: "Cancel" }).click();
+    });
+
+    it("a session started from the page shows its setup: each step, its output folded, how it ended", async () => {
+      await admin
+        .getByRole("form", { name: "New session" })
+        .getByRole("button", { name: "Start session" })
+        .click();
+      await admin.getByRole("heading", { name: /^Session ses_/, level: 1 }).waitFor({ timeout: 60_000 });
+      const setup = admin.getByRole("region", { name: "Setup" });
+      const outcome = setup.getByRole("status");
+      await showingEvents(
+        admin,
+        outcome.filter({ hasText: /^setup (finished|failed)/ }).waitFor({ timeout: 60_000 }),
+      );
+      expect(await outcome.textContent()).toMatch(/^setup finished in \d+\.\d s: 2 step\(s\) done$/);
+      const steps = setup.getByRole("list", { name: "Setup steps" }).getByRole("listitem");
+      expect(await steps.count()).toBe(2);
+      expect(await steps.nth(0).textContent()).toContain("echo first step — done");
+      expect(await steps.nth(1).textContent()).toContain("node -e console.log('argv step') — done");
+      const output = steps.nth(1).getByRole("group");
+      expect(await output.getByText("argv step", { exact: true }).isVisible()).toBe(false);
+      await output.getByText(/^Output/).click();
+      await output.getByText("argv step", { exact: true }).waitFor();
+      await screenshot(admin, "setup");
+    });
+
+    it("a network approval answered with Allow for project: the request passes, the allowlist holds the host, and the page lists it", async () => {
+      const project = await newProject({
+        network: { mode: "allowlist", allow: [] },
+        approval_policy: NETWORK_ASKS,
+      });
+      const session = await droidIn(project);
+      await admin.goto(`${stack.url}/#/sessions/${session}`);
+      await admin.getByRole("heading", { name: `Session ${session}` }).waitFor();
+      const approval = admin.getByRole("article", { name: /^Approval / });
+
+      // First a host a person refuses.
+      const refused = curl(session, `http://${OTHER}:${webPort}/refused`);
+      await showingEvents(admin, approval.waitFor({ timeout: 30_000 }));
+      expect(await approval.textContent()).toContain(`GET ${OTHER}:${webPort}`);
+      await approval.getByLabel("Message for the agent").fill("not that host");
+      await approval.getByRole("button", { name: "Deny" }).click();
+      expect(await refused).toBe("403");
+      await approval.waitFor({ state: "detached", timeout: 10_000 });
+
+      // Then one allowed for the project.
+      const allowed = curl(session, `http://${WEB}:${webPort}/for-the-project`);
+      await showingEvents(admin, approval.waitFor({ timeout: 30_000 }));
+      expect(await approval.getByRole("heading").textContent()).toBe(
+        `Approval: network, GET ${WEB}:${webPort}`,
+      );
+      for (const name of ["Allow once", "Allow for session", "Allow for project", "Deny"])
+        expect(await approval.getByRole("button", { name, exact: true }).count()).toBe(1);
+      await screenshot(admin, "network-approval");
+      await approval.getByRole("button", { name: "Allow for project" }).click();
+      expect(await allowed).toBe("200");
+      expect(webSeen).toContain(`${WEB}:${webPort}/for-the-project`);
+      expect(webSeen.some((seen) => seen.endsWith("/refused"))).toBe(false);
+      await expect
+        .poll(
+          async () =>
+            (
+              await caller.ok<{ network: { allow: string[] } }>("project", {
+                action: "get",
+                project_id: project,
+              })
+            ).network.allow,
+          { timeout: 10_000 },
+        )
+        .toEqual([`${WEB}:${webPort}`]);
+
+      // The session's page lists the host it reached, and the connection refused before.
+      const hosts = admin.getByRole("table", { name: "Allowed hosts" });
+      const reached = hosts.getByRole("row").filter({ hasText: `${WEB}:${webPort}` });
+      await reached.waitFor({ timeout: 15_000 });
+      expect(await reached.getByRole("cell").nth(1).textContent()).toBe("1");
+      expect(await hosts.getByRole("row").filter({ hasText: OTHER }).count()).toBe(0);
+      const blocked = admin
+        .getByRole("table", { name: "Blocked connections" })
+        .getByRole("row")
+        .filter({ hasText: `${OTHER}:${webPort}` });
+      await blocked.waitFor({ timeout: 15_000 });
+      const cells = await blocked.getByRole("cell").allTextContents();
+      expect(cells.slice(1, 3)).toEqual([`${OTHER}:${webPort}`, "GET"]);
+      expect(cells[3]).toContain("approval: ");
+      expect(cells[3]).toContain("not that host");
+      await screenshot(admin, "network");
     });
   });
 
