@@ -45,13 +45,15 @@ export class EgressForwarder {
     server.maxConnections = MAX_CONNECTIONS;
     const forwarder = new EgressForwarder(server, options);
     server.on("connection", (client) => {
-      forwarder.#carry(client).catch((err: unknown) => {
-        options.logger.debug(
+      try {
+        forwarder.#carry(client);
+      } catch (err) {
+        options.logger.warn(
           { err: err instanceof Error ? err.message : String(err) },
-          "egress connection ended",
+          "egress connection failed",
         );
         client.destroy();
-      });
+      }
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -76,19 +78,18 @@ export class EgressForwarder {
     return closed;
   }
 
-  async #carry(client: Socket): Promise<void> {
+  #carry(client: Socket): void {
     this.#open.add(client);
     client.once("close", () => this.#open.delete(client));
     client.on("error", () => {});
-    const uid =
-      this.#o.byUid && client.remotePort !== undefined
-        ? await socketOwner(client.remotePort, this.#port)
-        : null;
-    const hello: EgressHello = { v: 1, runner_token: this.#o.runnerToken, peer: this.#o.peerOf(uid) };
+    // The gate's socket is opened while the kernel is asked who the client is.
     const upstream = connect(this.#o.socketPath);
     upstream.on("error", () => client.destroy());
     client.once("close", () => upstream.destroy());
     upstream.once("close", () => client.destroy());
+    const uid =
+      this.#o.byUid && client.remotePort !== undefined ? socketOwner(client.remotePort, this.#port) : null;
+    const hello: EgressHello = { v: 1, runner_token: this.#o.runnerToken, peer: this.#o.peerOf(uid) };
     // The hello, then the client's bytes at once: the gate answers whatever it refuses itself.
     upstream.write(`${JSON.stringify(hello)}\n`);
     client.pipe(upstream);

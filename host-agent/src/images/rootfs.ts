@@ -46,6 +46,8 @@ const TOOLS = [
   "basename cat chmod cmp cp cut date diff dirname du env expr find git grep gzip head id ln ls",
   "md5sum mkdir mktemp mv nproc readlink realpath rm rmdir sed seq sha256sum sleep sort stat tail",
   "tar tee touch tr uname uniq wc which xargs awk bash ps",
+  // What an argv (a setup step, `container exec`) names without a shell to provide it.
+  "echo printf true false test kill",
   // For builds an agent runs (a package's Makefile, a script's download through a proxy).
   "make curl",
   // `container exec` becomes its own user (and every workspace's group) through setpriv.

@@ -18,7 +18,6 @@ import {
   NETWORK_HELP,
   ProjectConfigSchema,
   ProjectIdSchema,
-  type ProjectUpdate,
   ProjectUpdateSchema,
 } from "../projects/project-config.js";
 import { APPROVAL_OPTIONS } from "./approval-options.js";
