@@ -99,6 +99,7 @@ describe("method descriptors", () => {
       workspacePush: "workspace_push",
       containerExec: "container_exec",
       containerLogs: "container_logs",
+      workspaceSetup: "workspace_setup",
       projectNetwork: "project_network",
       projectNetworkBlocked: "project_network_blocked",
       workspaceGit: "workspace_git",
@@ -115,6 +116,7 @@ describe("method descriptors", () => {
       gitPushed: "git_pushed",
       networkBlocked: "network_blocked",
       networkUsage: "network_usage",
+      setupEvent: "setup_event",
       oublietteTools: "oubliette_tools",
       oublietteCall: "oubliette_call_tool",
       childMessage: "session_message",
@@ -135,6 +137,7 @@ describe("method descriptors", () => {
         "session_usage",
         "network_usage",
         "project_network_blocked",
+        "setup_event",
       ].sort(),
     );
   });
