@@ -7,6 +7,7 @@
  * passes the client's bytes untouched.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { listenOnLoopback } from "../../../lib/listen.js";
 import type { Logger } from "../../../lib/log.js";
 import type { EgressHello, EgressPeer } from "../../../protocol/egress.js";
 import { socketOwner } from "./socket-owner.js";
@@ -55,15 +56,7 @@ export class EgressForwarder {
         client.destroy();
       }
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    const address = server.address();
-    forwarder.#port = typeof address === "object" && address !== null ? address.port : 0;
+    forwarder.#port = await listenOnLoopback(server);
     options.logger.info({ port: forwarder.#port, socket: options.socketPath }, "egress proxy listening");
     return forwarder;
   }

@@ -5,6 +5,7 @@
  * here reads or changes the traffic. It starts before any agent (CLIs call their model early).
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { listenOnLoopback } from "../../../lib/listen.js";
 import type { Logger } from "../../../lib/log.js";
 
 /** Most connections at once; more are refused (an agent opens a handful). */
@@ -27,15 +28,7 @@ export class ModelForwarder {
     server.maxConnections = MAX_CONNECTIONS;
     const forwarder = new ModelForwarder(server, log);
     server.on("connection", (client) => forwarder.#pipe(client, socketPath));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    const address = server.address();
-    forwarder.#port = typeof address === "object" && address !== null ? address.port : 0;
+    forwarder.#port = await listenOnLoopback(server);
     log.info({ port: forwarder.#port, socket: socketPath }, "model forwarder listening");
     return forwarder;
   }

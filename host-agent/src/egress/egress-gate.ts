@@ -7,10 +7,9 @@
  * A container keeps no network of its own: this is the only way out besides the model and git.
  */
 import { timingSafeEqual } from "node:crypto";
-import { chmod, rm } from "node:fs/promises";
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { listenOnSocket } from "../../../lib/listen.js";
 import type { Logger } from "../../../lib/log.js";
-import { withSocketPath } from "../../../lib/unix-path.js";
 import { EgressHelloSchema, type EgressPeer, MAX_EGRESS_HELLO_BYTES } from "../../../protocol/egress.js";
 import { parseJson } from "../../../protocol/json.js";
 import type { AddressPolicy } from "./address-check.js";
@@ -68,20 +67,8 @@ export class EgressGate {
         },
       );
     });
-    await rm(path, { force: true });
-    await withSocketPath(
-      path,
-      (usable) =>
-        new Promise<void>((resolve, reject) => {
-          server.once("error", reject);
-          server.listen(usable, () => {
-            server.off("error", reject);
-            resolve();
-          });
-        }),
-    );
     // Its directory decides who reaches it (the runner's, root's alone, where the host can say so).
-    await chmod(path, 0o666);
+    await listenOnSocket(server, path);
     return () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

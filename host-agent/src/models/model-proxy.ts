@@ -8,12 +8,11 @@
  *   the answer back untouched while it reads the usage, which it then meters.
  * One proxy serves every project of the host; each project's container gets its own socket.
  */
-import { chmod, rm } from "node:fs/promises";
 import type { IncomingMessage, RequestOptions, Server, ServerResponse } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { listenOnSocket } from "../../../lib/listen.js";
 import type { Logger } from "../../../lib/log.js";
 import { http } from "../../../lib/node-http.js";
-import { withSocketPath } from "../../../lib/unix-path.js";
 import type { ModelProvider } from "../../../protocol/agent-runtimes.js";
 import type { ModelKeys } from "./model-keys.js";
 import { costOf } from "./prices.js";
@@ -65,7 +64,6 @@ export class ModelProxy {
 
   /** Serves the model socket of one project container at `path`; resolves with a close function. */
   async listen(path: string): Promise<() => Promise<void>> {
-    await rm(path, { force: true });
     const server = http.createServer((req, res) => {
       // Whatever a container sends (a request line no URL parser takes, say), the host-agent stays up.
       this.#handle(req, res).catch((err: unknown) => {
@@ -76,19 +74,8 @@ export class ModelProxy {
     });
     server.requestTimeout = 0;
     server.headersTimeout = 60_000;
-    await withSocketPath(
-      path,
-      (usable) =>
-        new Promise<void>((resolve, reject) => {
-          server.once("error", reject);
-          server.listen(usable, () => {
-            server.off("error", reject);
-            resolve();
-          });
-        }),
-    );
     // Its directory decides who reaches it (the runner's, root's alone, where the host can say so).
-    await chmod(path, 0o666);
+    await listenOnSocket(server, path);
     return () => closeServer(server);
   }
 
