@@ -110,10 +110,10 @@ beforeAll(async () => {
       lookupTimeoutMs: 1_000,
     },
     logger,
-    dial: (address, port, timeoutMs) => {
+    dial: (address, port, timeoutMs, onread) => {
       dialled.push(`${address}:${port}`);
       if (!/^127\./.test(address)) throw new Error(`the test gate never dials ${address}`);
-      return tcpDial(address, port, timeoutMs);
+      return tcpDial(address, port, timeoutMs, onread);
     },
   });
   const socketPath = join(scratch, "egress.sock");

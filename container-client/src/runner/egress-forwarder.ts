@@ -9,6 +9,7 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { listenOnLoopback } from "../../../lib/listen.js";
 import type { Logger } from "../../../lib/log.js";
+import { type RelayTarget, relayEnd, relayOnRead } from "../../../lib/relay-reads.js";
 import type { EgressHello, EgressPeer } from "../../../protocol/egress.js";
 import { socketOwner } from "./socket-owner.js";
 
@@ -76,7 +77,11 @@ export class EgressForwarder {
     client.once("close", () => this.#open.delete(client));
     client.on("error", () => {});
     // The gate's socket is opened while the kernel is asked who the client is.
-    const upstream = connect(this.#o.socketPath);
+    // What the gate sends comes back to the client in big reads, not through pipe().
+    const downstream: RelayTarget = { to: client, from: null };
+    const upstream = connect({ path: this.#o.socketPath, onread: relayOnRead(downstream) });
+    downstream.from = upstream;
+    relayEnd(upstream, client);
     upstream.on("error", () => client.destroy());
     client.once("close", () => upstream.destroy());
     upstream.once("close", () => client.destroy());
@@ -86,7 +91,6 @@ export class EgressForwarder {
     // The hello, then the client's bytes at once: the gate answers whatever it refuses itself.
     upstream.write(`${JSON.stringify(hello)}\n`);
     client.pipe(upstream);
-    upstream.pipe(client);
     client.resume();
   }
 }

@@ -131,9 +131,9 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** Connects over TCP to the checked address (no name: nothing is looked up again). */
-export const tcpDial: Dialer = (address, port, timeoutMs) =>
+export const tcpDial: Dialer = (address, port, timeoutMs, onread) =>
   new Promise((resolve, reject) => {
-    const socket = connect({ host: address, port, noDelay: true });
+    const socket = connect({ host: address, port, noDelay: true, ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no connection within ${timeoutMs} ms`));

@@ -10,18 +10,27 @@
  * address the gate checked (address-check.ts), never looked up again.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import type { OnReadOpts, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../../../lib/log.js";
 import { http } from "../../../lib/node-http.js";
+import { type RelayTarget, relayEnd, relayOnRead } from "../../../lib/relay-reads.js";
 import type { EgressPeer } from "../../../protocol/egress.js";
 import type { NetworkTarget } from "../../../protocol/network.js";
 import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import { type AddressPolicy, checkDestination } from "./address-check.js";
 import type { EgressPrincipal, ProjectNetwork } from "./project-network.js";
 
-/** Connects to a checked address (tests inject one that never leaves loopback). */
-export type Dialer = (address: string, port: number, timeoutMs: number) => Promise<Socket>;
+/**
+ * Connects to a checked address (tests inject one that never leaves loopback); `onread`, when
+ * given, takes the new socket's reads (see lib/relay-reads.ts).
+ */
+export type Dialer = (
+  address: string,
+  port: number,
+  timeoutMs: number,
+  onread?: OnReadOpts,
+) => Promise<Socket>;
 
 export interface EgressProxyOptions {
   project: ProjectNetwork;
@@ -102,9 +111,12 @@ export class EgressProxy {
     if (!decided.ok)
       return rawAnswer(client, decided.refusal.status, decided.refusal.reason, decided.refusal.code);
     const { principal, address } = decided;
+    // What the host sends goes to the client in big reads, not through pipe().
+    const downstream: RelayTarget = { to: client, from: null };
     let upstream: Socket;
     try {
-      upstream = await this.#o.dial(address, target.port, this.#o.connectTimeoutMs);
+      upstream = await this.#o.dial(address, target.port, this.#o.connectTimeoutMs, relayOnRead(downstream));
+      downstream.from = upstream;
     } catch (err) {
       this.#o.project.release();
       return rawAnswer(client, 502, `could not connect to ${target.host}:${target.port}: ${message(err)}`);
@@ -137,7 +149,7 @@ export class EgressProxy {
     client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
     if (head.length > 0) upstream.write(head);
     client.pipe(upstream);
-    upstream.pipe(client);
+    relayEnd(upstream, client);
   }
 
   async #forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
