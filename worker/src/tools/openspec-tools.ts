@@ -37,11 +37,60 @@ async function tasksOf(env: Env, projectId: string, workspaceId: string, changeI
   return file && "content" in file ? parseTasks(file.content) : null;
 }
 
+/** A change in a listing: how far it is, or why the host would not read it. */
+interface ListedChange {
+  change_id: string;
+  archived: boolean;
+  tasks: { done: number; total: number } | null;
+  /** The host refused to read it (a symlink that leads out of the workspace, say): the reason. */
+  refused?: string;
+}
+
+/**
+ * The host refused the path (`invalid`: it leads out of the workspace, or is not what it should
+ * be): that one entry is marked, the listing goes on. Anything else (no host, a host error) fails
+ * the listing, as it would fail every entry.
+ */
+function refusedEntry(err: unknown): string {
+  if (err instanceof AppError && err.code === "invalid_arguments") return err.message;
+  throw err;
+}
+
+async function activeChange(
+  env: Env,
+  projectId: string,
+  workspaceId: string,
+  changeId: string,
+): Promise<ListedChange> {
+  const change: ListedChange = { change_id: changeId, archived: false, tasks: null };
+  try {
+    const tasks = await tasksOf(env, projectId, workspaceId, changeId);
+    return { ...change, tasks: tasks ? progress(tasks) : null };
+  } catch (err) {
+    return { ...change, refused: refusedEntry(err) };
+  }
+}
+
+async function archivedChanges(env: Env, projectId: string, workspaceId: string): Promise<ListedChange[]> {
+  const archive = `${CHANGES_DIR}/${ARCHIVE}`;
+  try {
+    const listing = await read(env, projectId, workspaceId, archive, "dir");
+    if (!("entries" in listing)) return [];
+    return listing.entries
+      .filter((e) => e.type === "dir")
+      .slice(0, MAX_CHANGES)
+      .map((e) => ({ change_id: `${ARCHIVE}/${e.name}`, archived: true, tasks: null }));
+  } catch (err) {
+    return [{ change_id: ARCHIVE, archived: true, tasks: null, refused: refusedEntry(err) }];
+  }
+}
+
 export const projectChangesTool = defineTool({
   name: "project_changes",
   title: "OpenSpec changes of a project",
   description:
-    "List the OpenSpec changes in a workspace (openspec/changes), with how many of their tasks are done.",
+    "List the OpenSpec changes in a workspace (openspec/changes), with how many of their tasks are done. " +
+    "A change the host will not read (a symlink that leads out of the workspace) is listed with `refused` and why.",
   action: {
     description: "List OpenSpec changes.",
     access: "read",
@@ -64,26 +113,11 @@ export const projectChangesTool = defineTool({
       const dirs =
         "entries" in listing ? listing.entries.filter((e) => e.type === "dir").map((e) => e.name) : [];
       const active = dirs.filter((d) => d !== ARCHIVE).slice(0, MAX_CHANGES);
-      const changes = await Promise.all(
-        active.map(async (id) => {
-          const tasks = await tasksOf(ctx.env, args.project_id, args.workspace_id, id);
-          return { change_id: id, archived: false, tasks: tasks ? progress(tasks) : null };
-        }),
+      const changes: ListedChange[] = await Promise.all(
+        active.map((id) => activeChange(ctx.env, args.project_id, args.workspace_id, id)),
       );
-      if (args.include_archived && dirs.includes(ARCHIVE)) {
-        const archived = await read(
-          ctx.env,
-          args.project_id,
-          args.workspace_id,
-          `${CHANGES_DIR}/${ARCHIVE}`,
-          "dir",
-        );
-        if ("entries" in archived) {
-          for (const e of archived.entries.filter((x) => x.type === "dir").slice(0, MAX_CHANGES)) {
-            changes.push({ change_id: `${ARCHIVE}/${e.name}`, archived: true, tasks: null });
-          }
-        }
-      }
+      if (args.include_archived && dirs.includes(ARCHIVE))
+        changes.push(...(await archivedChanges(ctx.env, args.project_id, args.workspace_id)));
       return {
         project_id: args.project_id,
         workspace_id: args.workspace_id,
