@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { AgentDriver, DriverContext, DriverFactory } from "../../container-client/src/agents/driver.js";
 import { geminiDriver } from "../../container-client/src/agents/gemini.js";
 import { opencodeDriver } from "../../container-client/src/agents/opencode.js";
@@ -166,6 +167,20 @@ describe("ACP driver", () => {
         },
       ],
     });
+  });
+
+  it("asking, gives the inline MCP server OpenCode's server password emptied (it starts before the guard hides it)", () => {
+    const driver = opencodeDriver({ ...context, approvals: "ask" });
+    const [initialize] = parsed(driver.start());
+    const [sessionNew] = parsed(driver.read(line({ id: initialize?.id, result: {} })).write);
+    const [server] = z
+      .object({ mcpServers: z.array(z.object({ name: z.literal("oubliette"), env: z.unknown() })) })
+      .parse(sessionNew?.params).mcpServers;
+    expect(server?.env).toEqual([
+      { name: "OUBLIETTE_SOCKET", value: "/mcp/oubliette.sock" },
+      { name: "OUBLIETTE_SESSION_ID", value: "ses_test" },
+      { name: "OPENCODE_SERVER_PASSWORD", value: "" },
+    ]);
   });
 
   it("answers a recorded permission request with its allow-once option", () => {

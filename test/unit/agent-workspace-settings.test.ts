@@ -9,6 +9,7 @@ import { codexDriver } from "../../container-client/src/agents/codex.js";
 import type { AgentLaunch, DriverContext } from "../../container-client/src/agents/driver.js";
 import { geminiDriver } from "../../container-client/src/agents/gemini.js";
 import { opencodeDriver } from "../../container-client/src/agents/opencode.js";
+import { OPENCODE_GUARD_PLUGIN } from "../../container-client/src/agents/opencode-guard.js";
 import { launchContext } from "../support/agent-streams.js";
 
 const WORKSPACE = "/workspace/default";
@@ -68,10 +69,19 @@ describe("OpenCode asking: no project config", () => {
     expect(config(launch).instructions).toEqual([`${WORKSPACE}/AGENTS.md`]);
   });
 
+  it("loads the guard that keeps its server password from its commands, from a file written with the config", () => {
+    const launch = opencodeDriver(context("opencode", "ask")).launch();
+    const guard = `${HOME}/.config/oubliette/opencode-guard.js`;
+    expect(config(launch).plugin).toEqual([`file://${guard}`]);
+    expect(launch.files.find((f) => f.path === guard)?.content).toBe(OPENCODE_GUARD_PLUGIN);
+  });
+
   it.each(AUTO_MODES)("approvals %s: none of it", (approvals) => {
     const launch = opencodeDriver(context("opencode", approvals)).launch();
     expect(launch.env).not.toHaveProperty("OPENCODE_DISABLE_PROJECT_CONFIG");
     expect(config(launch)).not.toHaveProperty("instructions");
+    expect(config(launch)).not.toHaveProperty("plugin");
+    expect(launch.files).toHaveLength(1);
   });
 });
 

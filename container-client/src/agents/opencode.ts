@@ -8,9 +8,11 @@
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { acpDriver } from "./acp.js";
-import type { AgentLaunch, DriverContext, WorkspaceHazard } from "./driver.js";
+import type { AgentLaunch, DriverContext, DriverFactory, WorkspaceHazard } from "./driver.js";
 import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
+import { OPENCODE_GUARD_PLUGIN, SERVER_PASSWORD_ENV } from "./opencode-guard.js";
 import { opencodeMcpPrefix, opencodePermission } from "./opencode-permission.js";
 
 const NO_PHONING_HOME = {
@@ -81,7 +83,8 @@ function askingPermission(serverName: string): Record<string, string> {
 /**
  * OpenCode serves its own HTTP API on a loopback port, which every process in the container can
  * reach (one network namespace): without a password another session could drive this one. The
- * password is the session's alone (in this agent's environment, which only its uid can read).
+ * password is the session's alone (in this agent's environment, which only its uid can read);
+ * asking, the guard plugin also keeps it from the commands OpenCode runs (opencode-guard.ts).
  */
 function serverPassword(): string {
   return randomBytes(24).toString("hex");
@@ -89,6 +92,7 @@ function serverPassword(): string {
 
 export function opencodeLaunch(context: DriverContext): AgentLaunch {
   const configPath = join(context.home, ".config", "oubliette", "opencode.json");
+  const guardPath = join(context.home, ".config", "oubliette", "opencode-guard.js");
   const config = {
     model: `${MODEL_PROVIDER_ID}/${context.model}`,
     provider: {
@@ -106,6 +110,7 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
           experimental: { continue_loop_on_deny: true },
           // The workspace's AGENTS.md, which OPENCODE_DISABLE_PROJECT_CONFIG leaves out.
           instructions: [join(context.cwd, "AGENTS.md")],
+          plugin: [pathToFileURL(guardPath).href],
         }
       : { permission: { "*": "allow" } }),
   };
@@ -114,17 +119,35 @@ export function opencodeLaunch(context: DriverContext): AgentLaunch {
     env: {
       ...NO_PHONING_HOME,
       OPENCODE_CONFIG: configPath,
-      OPENCODE_SERVER_PASSWORD: serverPassword(),
+      [SERVER_PASSWORD_ENV]: serverPassword(),
       [MODEL_TOKEN_ENV]: context.modelToken,
       ...(context.approvals === "ask" ? IGNORE_WORKSPACE_CONFIG : {}),
     },
-    files: [{ path: configPath, content: `${JSON.stringify(config, null, 2)}\n` }],
+    files: [
+      { path: configPath, content: `${JSON.stringify(config, null, 2)}\n` },
+      ...(context.approvals === "ask" ? [{ path: guardPath, content: OPENCODE_GUARD_PLUGIN }] : []),
+    ],
     ...(context.approvals === "ask" ? { clear: ownUserConfig(context.home), hazards: OPENCODE_HAZARDS } : {}),
   };
 }
 
-export const opencodeDriver = acpDriver({
+const acpOpencode = acpDriver({
   launch: opencodeLaunch,
   inlineMcpServer: true,
   permissions: { map: opencodePermission, allowOnceId: "once" },
 });
+
+/**
+ * Asking, our MCP server goes without the server password: OpenCode starts it with its own
+ * environment (plus the server's) before the guard takes the password out of that (its first
+ * prompt), and it lives as long as OpenCode, where a command of the same uid could read it.
+ */
+export const opencodeDriver: DriverFactory = (context) =>
+  acpOpencode(
+    context.approvals === "ask"
+      ? {
+          ...context,
+          mcpServer: { ...context.mcpServer, env: { ...context.mcpServer.env, [SERVER_PASSWORD_ENV]: "" } },
+        }
+      : context,
+  );
