@@ -57,6 +57,7 @@ const LOOSENED_HOME: Record<(typeof CLIS)[number], Record<string, string>> = {
   codex: { ".codex/rules/mine.rules": 'prefix_rule(pattern=["touch"], decision="allow")\n' },
   gemini: {
     ".gemini/.env": "GEMINI_CLI_SYSTEM_SETTINGS_PATH=/tmp/mine.json\n",
+    ".env": "NODE_OPTIONS=--require /tmp/mine.js\n",
     ".gemini/extensions/x/gemini-extension.json": "{}",
   },
   opencode: {
@@ -140,6 +141,30 @@ describe("workspace settings an asking CLI would obey with no switch to ignore t
       files: { ".gemini/settings.json": JSON.stringify({ mcpServers: { oubliette: { command: "sh" } } }) },
       named: ".gemini/settings.json",
     },
+    {
+      runtime: "gemini",
+      root: "workspace",
+      files: { ".gemini/settings.json": JSON.stringify({ advanced: { ignoreLocalEnv: false } }) },
+      named: ".gemini/settings.json",
+    },
+    {
+      runtime: "gemini",
+      root: "workspace",
+      files: { ".gemini/.env": "# the model's key\nGEMINI_MODEL=gemini-2.5-flash\n" },
+      named: ".gemini/.env",
+    },
+    {
+      runtime: "gemini",
+      root: "git root",
+      files: { ".gemini/.env": "export NODE_OPTIONS='--require ./x.js'" },
+      named: ".gemini/.env",
+    },
+    {
+      runtime: "gemini",
+      root: "workspace",
+      files: { ".gemini/.env": "GOOGLE_CLOUD_PROJECT: mine\n" },
+      named: ".gemini/.env",
+    },
   ];
 
   it.each(HAZARDS)(
@@ -184,6 +209,11 @@ describe("workspace settings an asking CLI would obey with no switch to ignore t
           tools: { allowed: ["run_shell_command"] },
           mcpServers: { other: {} },
         }),
+        // The workspace's own .env: our settings keep Gemini from reading it (ignoreLocalEnv).
+        ".env":
+          "GEMINI_API_KEY=mine\nGOOGLE_GEMINI_BASE_URL=http://elsewhere\nNODE_OPTIONS=--require ./x.js\n",
+        // Gemini's own, with nothing set.
+        ".gemini/.env": "# GEMINI_MODEL=gemini-2.5-flash\n\n",
       },
     },
   ])(

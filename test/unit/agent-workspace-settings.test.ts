@@ -102,6 +102,14 @@ describe("Gemini CLI asking: our policies over the workspace's", () => {
     expect(policy).not.toContain("plan");
   });
 
+  it("reads no .env of the workspace's", () => {
+    const launch = geminiDriver(context("gemini", "ask")).launch();
+    const settings = JSON.parse(
+      launch.files.find((f) => f.path === `${HOME}/.gemini/settings.json`)?.content ?? "",
+    );
+    expect(settings.advanced).toEqual({ ignoreLocalEnv: true });
+  });
+
   it("lets only the server the context names connect", () => {
     const argv = geminiDriver(context("gemini", "ask", "ours")).launch().argv;
     expect(argAfter(argv, "--allowed-mcp-server-names")).toBe("ours");
@@ -112,6 +120,7 @@ describe("Gemini CLI asking: our policies over the workspace's", () => {
     for (const flag of ["--policy", "--admin-policy", "--allowed-mcp-server-names"])
       expect(launch.argv).not.toContain(flag);
     expect(launch.files.map((f) => f.path)).toEqual([`${HOME}/.gemini/settings.json`]);
+    expect(JSON.parse(launch.files[0]?.content ?? "")).not.toHaveProperty("advanced");
   });
 });
 

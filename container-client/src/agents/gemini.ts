@@ -27,6 +27,7 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
     telemetry: { enabled: false },
     general: { disableAutoUpdate: true },
     mcpServers: { [name]: { command, args, env, trust: true, timeout: AGENT_TOOL_CALL_TIMEOUT_MS } },
+    ...(context.approvals === "ask" ? IGNORE_WORKSPACE_ENV : {}),
   };
   const asking = context.approvals === "ask";
   return {
@@ -50,7 +51,11 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
     ...(context.resume !== undefined ? { keep: [keepChats(context.home)] } : {}),
     ...(asking
       ? {
-          clear: [join(context.home, ".gemini", ".env"), join(context.home, ".gemini", "extensions")],
+          clear: [
+            join(context.home, ".gemini", ".env"),
+            join(context.home, ".env"),
+            join(context.home, ".gemini", "extensions"),
+          ],
           hazards: GEMINI_HAZARDS,
         }
       : {}),
@@ -58,11 +63,29 @@ export function geminiLaunch(context: DriverContext): AgentLaunch {
 }
 
 /**
+ * Asking: no `.env` of the workspace's (nor of a directory above it) sets Gemini's environment.
+ * Gemini loads the first it finds walking up from the workspace into its own environment once it
+ * reads the folder as trusted (past its ten-second settings cache): its own variables (which model,
+ * which settings files, where it sends requests) and what the programs it starts read
+ * (NODE_OPTIONS, PATH), our MCP server included. Its `--ignore-env` would say so but 0.61 refuses
+ * the argument; the setting does the same, and a workspace setting that could undo it refuses the
+ * start (GEMINI_HAZARDS). Its own `.gemini/.env` it loads whatever this says: a hazard too.
+ */
+const IGNORE_WORKSPACE_ENV = { advanced: { ignoreLocalEnv: true } };
+
+/** A line of a `.env` file that sets a variable (as dotenv reads it: `[export] NAME=…` or `NAME: …`). */
+const DOTENV_ASSIGNMENT = "(^|\\n)[ \\t]*(export[ \\t]+)?[\\w.-]+([ \\t]*=|:[ \\t])";
+
+/**
  * Asking: workspace settings Gemini obeys once it reads them as trusted (past its ten-second
  * settings cache) that our flags cannot outrank: a `tools.discoveryCommand` (run at session
  * start), `hooks`, and an `mcpServers.oubliette` entry (which replaces our server and runs its
- * command). The agent does not start while the workspace's `.gemini/settings.json` has one. In the
- * agent's home, `~/.gemini/.env` and extensions (not rewritten at launch) are removed before each start.
+ * command), or `advanced.ignoreLocalEnv` (which would undo IGNORE_WORKSPACE_ENV). The agent does
+ * not start while the workspace's `.gemini/settings.json` has one, nor while its `.gemini/.env`
+ * sets a variable: Gemini loads that file (trusted, past the same cache) into its own environment
+ * whatever `ignoreLocalEnv` says, and its children inherit it. In the agent's
+ * home, `~/.gemini/.env`, `~/.env` (Gemini's last fallback) and extensions (not rewritten at
+ * launch) are removed before each start.
  */
 const GEMINI_HAZARDS: WorkspaceHazard[] = [
   {
@@ -70,6 +93,20 @@ const GEMINI_HAZARDS: WorkspaceHazard[] = [
     name: "^settings\\.json$",
     content: '"(discoveryCommand|hooks|oubliette)"\\s*:',
     why: "Gemini would run commands it names (a tool discovery command, hooks, or a server in place of ours) without asking",
+  },
+  {
+    dir: ".gemini",
+    name: "^settings\\.json$",
+    content: '"ignoreLocalEnv"\\s*:',
+    why: "Gemini would let the workspace's .env files set its own environment again",
+  },
+  {
+    dir: ".gemini",
+    name: "^\\.env$",
+    content: DOTENV_ASSIGNMENT,
+    why:
+      "Gemini would set its own environment from it (its settings, and what the programs it starts read: " +
+      "NODE_OPTIONS, PATH…), which no switch turns off",
   },
 ];
 
