@@ -29,13 +29,14 @@ function argAfter(argv: readonly string[], flag: string): string | undefined {
 const AUTO_MODES = [undefined, "auto"] as const;
 
 describe("Claude Code asking: only our own settings", () => {
-  it("reads user settings only, our managed settings over them, and the workspace's CLAUDE.md as an added directory's", () => {
+  it("reads no settings file, only our managed settings, and the workspace's CLAUDE.md as an added directory's", () => {
     const launch = claudeDriver(context("claude", "ask")).launch();
-    expect(argAfter(launch.argv, "--setting-sources")).toBe("user");
+    // Not even the agent's own ~/.claude/settings.json, which Claude Code re-reads while it runs.
+    expect(launch.argv.filter((a) => a.startsWith("--setting-sources"))).toEqual(["--setting-sources="]);
     expect(JSON.parse(argAfter(launch.argv, "--managed-settings") ?? "")).toEqual({
       allowManagedPermissionRulesOnly: true,
       allowManagedHooksOnly: true,
-      permissions: { allow: ["mcp__oubliette"] },
+      permissions: { allow: ["mcp__oubliette"], disableBypassPermissionsMode: "disable" },
     });
     expect(argAfter(launch.argv, "--add-dir")).toBe(WORKSPACE);
     // --add-dir takes every argument up to the next option.
@@ -47,14 +48,12 @@ describe("Claude Code asking: only our own settings", () => {
 
   it("allows the tools of the server the context names in the managed settings", () => {
     const argv = claudeDriver(context("claude", "ask", "ours")).launch().argv;
-    expect(JSON.parse(argAfter(argv, "--managed-settings") ?? "").permissions).toEqual({
-      allow: ["mcp__ours"],
-    });
+    expect(JSON.parse(argAfter(argv, "--managed-settings") ?? "").permissions.allow).toEqual(["mcp__ours"]);
   });
 
   it.each(AUTO_MODES)("approvals %s: none of it", (approvals) => {
     const launch = claudeDriver(context("claude", approvals)).launch();
-    for (const flag of ["--setting-sources", "--managed-settings", "--add-dir"])
+    for (const flag of ["--setting-sources=", "--managed-settings", "--add-dir"])
       expect(launch.argv).not.toContain(flag);
     expect(launch.env).not.toHaveProperty("CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD");
   });

@@ -80,8 +80,8 @@ export function claudeDriver(context: DriverContext): AgentDriver {
           }),
         },
       ],
-      // Asking: the agent's own user settings (an `apiKeyHelper`, `env`… there would count from its
-      // next start; the managed settings void only their permission rules and hooks) start empty.
+      // Asking: the agent's own user settings start empty too, should a later Claude Code read them
+      // although `--setting-sources=` leaves them out (an `apiKeyHelper`, `env`… there count).
       ...(permissions !== undefined ? { clear: [`${context.home}/.claude/settings.json`] } : {}),
     }),
     start: () => [],
@@ -118,25 +118,26 @@ export function claudeDriver(context: DriverContext): AgentDriver {
 
 /**
  * Asking: settings that could stop Claude Code from asking come only from us (docs/approval-hooks.md,
- * "Settings an agent or repository could use to stop asking"). `--setting-sources user` drops the
- * workspace's `.claude/settings.json` and `.claude/settings.local.json` (their allow rules and
+ * "Settings an agent or repository could use to stop asking"). `--setting-sources=` (none) drops
+ * the workspace's `.claude/settings.json` and `.claude/settings.local.json` (their allow rules and
  * hooks would otherwise run tools unasked; 2.1.330 honours the local file's rules and both files'
  * hooks in a workspace it does not trust), and with them its CLAUDE.md, rules, skills, agents and
- * commands; the workspace given again as an added directory, with
- * CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD, brings its CLAUDE.md and `.claude/rules` back.
- * The managed (policy) settings make permission rules and hooks from every other source void,
- * the agent's own `~/.claude/settings.json` included (Claude Code reloads that file while it runs),
- * and allow our own server's tools (the session gates those itself).
+ * commands; and the agent's own `~/.claude/settings.json`, which Claude Code re-reads while it
+ * runs (an `apiKeyHelper` a command wrote there ran unasked in the same process), and its
+ * `~/.claude/agents` and skills (read at the next start). The workspace given again as an added
+ * directory, with CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD, brings its CLAUDE.md and
+ * `.claude/rules` back. The managed (policy) settings make permission rules and hooks from every
+ * other source void, allow our own server's tools (the session gates those itself) and rule out the
+ * bypass mode (a sub-agent's `permissionMode` included).
  */
 function ownSettingsOnly(context: DriverContext): string[] {
   const managed = {
     allowManagedPermissionRulesOnly: true,
     allowManagedHooksOnly: true,
-    permissions: { allow: [`mcp__${context.mcpServer.name}`] },
+    permissions: { allow: [`mcp__${context.mcpServer.name}`], disableBypassPermissionsMode: "disable" },
   };
   return [
-    "--setting-sources",
-    "user",
+    "--setting-sources=",
     "--managed-settings",
     JSON.stringify(managed),
     // Variadic: the next argument must be an option (`--permission-mode`).
