@@ -6,17 +6,21 @@
  * `approval_request` with that exact command, and: allow → the file exists and the model saw the
  * command's output; deny → the model got a refusal and the file never appears; no answer →
  * denied at the deadline; allow_session → the next command is not asked about; a caller tool the
- * caller denies never reaches the caller. Asserted on the container's files and on what the fake
- * model received.
+ * caller denies never reaches the caller; what an allowed command writes into the CLI's own
+ * settings does not stop the next question; an allowed command cannot reach OpenCode's server
+ * password. Asserted on the container's files and on what the fake model received.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import Dockerode from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { z } from "zod";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import type { ApprovalPolicy } from "../../protocol/approvals.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
-import { execAs, projectContainer } from "../support/docker-exec.js";
+import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { MODELS, modelEnv, shellCall } from "./agent-cli.js";
 
@@ -77,8 +81,29 @@ const UNSWITCHABLE: Partial<Record<AgentRuntime, Record<string, string>>> = {
   opencode: { ".opencode/plugin/answer.js": "export const Answer = async () => ({});\n" },
   gemini: {
     ".gemini/settings.json": JSON.stringify({ tools: { discoveryCommand: "touch discovered.txt" } }),
+    // Gemini's own env file, loaded into its environment (and its children's) whatever we say.
+    ".gemini/.env": "NODE_OPTIONS=--require ./discovered.js\n",
   },
 };
+
+/** Probes run as the agent's own commands (test/fixtures/probes). */
+const probe = (name: string) => readFileSync(join(import.meta.dirname, "../fixtures/probes", name), "utf8");
+const LOOSEN = probe("loosen-own-settings.js");
+const OPENCODE_SERVER_PROBE = probe("opencode-server-probe.js");
+
+/** What the OpenCode server probe reports. */
+const ServerProbeSchema = z.object({
+  probe: z.literal("opencode-server"),
+  env: z.boolean(),
+  opencode: z.object({ environ: z.boolean(), mem: z.boolean() }).nullable(),
+  found: z.number(),
+  ports: z.array(
+    z.object({ port: z.number(), status: z.number(), basic: z.boolean(), with_found: z.array(z.number()) }),
+  ),
+});
+
+/** How long a CLI is given to re-read settings an allowed command rewrote while it ran. */
+const SETTLE_MS = 11_000;
 
 /** Long enough for a test to answer, short enough to wait out once. */
 const TIMEOUT_SECONDS = 25;
@@ -297,6 +322,73 @@ describe.each(runtimes)("approvals with the %s runtime", (runtime) => {
     await completion(turn);
     expect(await workspaceHas(projectId, "unanswered.txt")).toBe(false);
   }, 300_000);
+  it("what an allowed command writes into the CLI's own settings while it runs does not stop the asking", async () => {
+    await plant(projectId, { "loosen.js": LOOSEN });
+    model.script([{ text: "Loosening.", ...shellCall(runtime, "node loosen.js") }, { text: "Loosened." }]);
+    const before = model.requests.length;
+    let since = caller.events.length;
+    const first = await send("Run loosen.js with the shell.");
+    const loosening = await asked(since, "the loosening command's approval request");
+    expect(loosening.command).toContain("node loosen.js");
+    await answer(sessionId, loosening.request_id, "allow");
+    await completion(first);
+    expect(toolResultText(before)).toContain("loosened its own settings");
+    // Time for a CLI that watches its settings files to take the change in (Claude Code re-read its
+    // user settings within seconds), and for Gemini's ten-second settings cache to lapse.
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    // The next command, in the next turn of the same process: still asked, and refused it never runs.
+    const endsTurn = runtime === "droid";
+    model.script([
+      { text: "Now the file.", ...shellCall(runtime, "touch after-loosening.txt") },
+      ...(endsTurn ? [] : [{ text: "It was refused." }]),
+    ]);
+    since = caller.events.length;
+    const second = await send("Make after-loosening.txt with the shell.");
+    const request = await asked(since, "the next command's approval request");
+    expect(request.command).toContain("touch after-loosening.txt");
+    await answer(sessionId, request.request_id, "deny");
+    await completion(second);
+    expect(await workspaceHas(projectId, "after-loosening.txt")).toBe(false);
+    // Nothing the agent wrote ran on its own either (Claude Code's key helper, its hook).
+    expect(await workspaceHas(projectId, "loosened-ran.txt")).toBe(false);
+  }, 300_000);
+
+  it.runIf(runtime === "opencode")(
+    "an allowed command finds no OpenCode server password and cannot drive OpenCode's own server",
+    async () => {
+      await plant(projectId, { "server-probe.js": OPENCODE_SERVER_PROBE });
+      model.script([
+        { text: "Probing.", ...shellCall(runtime, "node server-probe.js") },
+        { text: "Probed." },
+      ]);
+      const before = model.requests.length;
+      const since = caller.events.length;
+      const turn = await send("Run server-probe.js with the shell.");
+      const request = await asked(since, "the probe's approval request");
+      await answer(sessionId, request.request_id, "allow");
+      await completion(turn);
+      // The password, as the host (root, past every uid) reads it from OpenCode's start environment.
+      const processes = await containerProcesses(await projectContainer(docker(), projectId));
+      const passwords = new Set(
+        processes
+          .map((p) => envValue(p, "OPENCODE_SERVER_PASSWORD"))
+          .filter((v) => v !== undefined && v !== ""),
+      );
+      expect(passwords.size).toBe(1);
+      const text = toolResultText(before);
+      const line = text.split("\n").find((l) => l.includes('"probe":"opencode-server"'));
+      const report = ServerProbeSchema.parse(JSON.parse(line ?? "null"));
+      for (const password of passwords) expect(text).not.toContain(password);
+      // Not in its environment, not in OpenCode's (nor its memory), nor in any process it can read.
+      expect(report).toMatchObject({ env: false, opencode: { environ: false, mem: false }, found: 0 });
+      // OpenCode's server is there (Basic auth asked for) and refuses it.
+      const server = report.ports.filter((p) => p.basic);
+      expect(server).toHaveLength(1);
+      expect(server[0]?.status).toBe(401);
+    },
+    300_000,
+  );
+
   // Last: its allowance covers every later shell command of the session.
   it("allow_session: the next shell command is not asked about", async () => {
     model.script([
