@@ -108,9 +108,9 @@ describe("Claude Code adapter, approvals ask: the launch", () => {
   it("differs from the auto launch in the permission and settings flags only", () => {
     const auto = claudeDriver(testContext()).launch();
     const ask = claudeDriver(testContext(ASK)).launch();
-    const at = ask.argv.indexOf("--setting-sources");
+    const at = ask.argv.indexOf("--setting-sources=");
     const flags = ask.argv.slice(at, ask.argv.indexOf("--model"));
-    expect(flags[0]).toBe("--setting-sources");
+    expect(flags[0]).toBe("--setting-sources=");
     expect([...ask.argv.slice(0, at), ...ask.argv.slice(at + flags.length)]).toEqual(
       auto.argv.filter((a) => a !== "--dangerously-skip-permissions"),
     );
