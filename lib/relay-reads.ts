@@ -1,16 +1,14 @@
 /**
  * Reads that go straight on to another socket, in big pieces: a socket made with these `onread`
- * options reads up to 256 KiB per system call into one buffer this process shares (Node's own
- * reads are 64 KiB, each into a buffer of its own), copies each piece out and writes it to the
- * target, pausing while the target is full. Twice the throughput of `pipe()` for a download
- * through the egress gate's two hops, with bounded memory: at most one piece in flight per socket.
- * The shared buffer is safe because each read's bytes are copied out in the callback, and the next
- * read (on this thread) comes only after it returns.
+ * options reads up to 128 KiB per system call into a buffer of its own (Node's own reads are
+ * 64 KiB, each into a fresh buffer) and writes that very buffer to the target, reading no more
+ * until the write is done. No copy and no allocation per read: close to twice the throughput of
+ * `pipe()` for a download through the egress gate's two hops, with memory bounded at one buffer
+ * per relayed socket (its pages are touched only as far as reads fill it).
  */
 import type { OnReadOpts, Socket } from "node:net";
 
-const PIECE = 256 * 1024;
-const SHARED = Buffer.allocUnsafe(PIECE);
+const PIECE = 128 * 1024;
 
 /** Where a relayed socket's reads go: `to`; `from` is the socket itself, once made (to resume it). */
 export interface RelayTarget {
@@ -20,13 +18,14 @@ export interface RelayTarget {
 
 /** `onread` options that write what is read to `target.to` (ending it when the reads end: see relayEnd). */
 export function relayOnRead(target: RelayTarget): OnReadOpts {
+  const own = Buffer.allocUnsafe(PIECE);
   return {
-    buffer: SHARED,
+    buffer: own,
     callback: (bytes, buffer) => {
       const { to, from } = target;
       if (to.destroyed) return false;
-      if (to.write(Buffer.from(buffer.subarray(0, bytes)))) return true;
-      to.once("drain", () => from?.resume());
+      // The buffer is written as it is: no read comes into it until the write is done.
+      to.write(buffer.subarray(0, bytes), () => from?.resume());
       return false;
     },
   };

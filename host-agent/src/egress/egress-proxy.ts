@@ -129,7 +129,7 @@ export class EgressProxy {
     const meter = this.#o.project.meter(principal);
     meter.connected(target.host, target.port);
     // Counted from the sockets' own totals (once a second and at the end), not per chunk: the
-    // bytes pass by pipe() alone.
+    // bytes pass untouched (pipe() one way, big reads the other).
     const counted = countSocket(upstream, meter.counter(target.host, target.port));
     let released = false;
     const end = () => {
