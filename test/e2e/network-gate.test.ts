@@ -8,7 +8,7 @@
  * asked, on the session's events and `session get`, on the audit log, and on what the droid's
  * commands printed. Nothing leaves loopback.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { networkInterfaces } from "node:os";
 import Dockerode from "dockerode";
@@ -134,6 +134,33 @@ describe("an allowlist naming the registry", () => {
         { timeout: 15_000 },
       )
       .toBeGreaterThan(1_000);
+  });
+
+  it("the socket table the runner reads stays short: closed connections keep no TIME_WAIT, the hash is the namespace's own", async () => {
+    // Twenty proxied requests, each a connection the client closes first (curl): each would wait out
+    // TIME_WAIT in the container's table, which the runner reads on every proxy connection.
+    const url = `http://${REGISTRY}:${registry.port}/${FIXTURE.greeter}`;
+    const run = await sh(sessionId, `for i in $(seq 20); do curl -sS -o /dev/null "${url}" || exit 1; done`);
+    expect(run.code, run.stderr).toBe(0);
+    const container = await projectContainer(docker, projectId);
+    const table = await execAs(container, "0", ["cat", "/proc/net/tcp", "/proc/net/tcp6"]);
+    const states = table.out
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/))
+      .filter((fields) => /^\d+:$/.test(fields[0] ?? ""))
+      .map((fields) => fields[3]);
+    expect(states.length).toBeGreaterThan(0);
+    // 06: TIME_WAIT.
+    expect(states.filter((state) => state === "06")).toEqual([]);
+    // Where the host-agent could set the size namespaces get (root, Linux 6.1 and later), the
+    // container's hash is its own (positive), not the host's (negative).
+    const childPath = "/proc/sys/net/ipv4/tcp_child_ehash_entries";
+    // Before Linux 6.1 every namespace shares the host's hash: nothing more to check.
+    if (!existsSync(childPath)) return;
+    const child = Number(readFileSync(childPath, "utf8").trim());
+    const own = await execAs(container, "0", ["cat", "/proc/sys/net/ipv4/tcp_ehash_entries"]);
+    if (child > 0) expect(Number(own.out.trim())).toBe(child);
+    else expect(Number(own.out.trim())).toBeLessThan(0);
   });
 
   it("a host it does not list is refused with the gate's reason, as an event and an audit entry", async () => {

@@ -214,6 +214,11 @@ export class DockerRuntime implements AgentRuntime {
         StopTimeout: this.#options.stopTimeoutSeconds ?? 10,
         HostConfig: {
           NetworkMode: "none",
+          // The namespace is loopback alone, where a closed connection's TIME_WAIT guards against
+          // nothing: none is kept, so the socket table the runner reads to learn who made each
+          // proxy connection (container-client's socket-owner.ts) holds the live connections only
+          // (an install's thousand closed ones made each lookup ~1.5 ms), and ports come back at once.
+          Sysctls: { "net.ipv4.tcp_max_tw_buckets": "0" },
           Binds: [
             `${spec.socketDir}:${ContainerPaths.socketDir}`,
             `${spec.workspacesDir}:${ContainerPaths.workspaces}`,
