@@ -170,12 +170,35 @@ export function normalizeHost(host: string): string {
   return bare.endsWith(".") ? bare.slice(0, -1) : bare;
 }
 
+/**
+ * An address's one spelling (IPv4 in four decimal parts, IPv6 however written), or null for a
+ * name. A name is told by its characters alone: it is what nearly every request carries, and a
+ * failed parse costs (ipaddr.js throws inside). Other spellings of IPv4 (`2130706433`) count as
+ * names here: an `allow` entry names an address in four parts, and covers that spelling alone.
+ */
+function addressForm(host: string): string | null {
+  if (!host.includes(":") && !/^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return null;
+  return ipaddr.isValid(host) ? ipaddr.parse(host).toNormalizedString() : null;
+}
+
+const patternAddresses = new WeakMap<HostPattern, string | null>();
+
+/** addressForm of a pattern's host, worked out once per pattern. */
+function patternAddress(pattern: HostPattern): string | null {
+  let address = patternAddresses.get(pattern);
+  if (address === undefined) {
+    address = addressForm(pattern.host);
+    patternAddresses.set(pattern, address);
+  }
+  return address;
+}
+
 /** Whether `pattern` covers `host:port` (host normalized). */
 export function patternCovers(pattern: HostPattern, host: string, port: number): boolean {
   if (pattern.port !== null && pattern.port !== port) return false;
   if (pattern.subdomains) return host.endsWith(`.${pattern.host}`);
-  if (ipaddr.isValid(pattern.host) && ipaddr.isValid(host))
-    return ipaddr.parse(pattern.host).toNormalizedString() === ipaddr.parse(host).toNormalizedString();
+  const address = patternAddress(pattern);
+  if (address !== null) return address === addressForm(host);
   return pattern.host === host;
 }
 

@@ -87,6 +87,12 @@ describe("checking a destination (no packet is sent)", () => {
       "api.localhost",
       "169.254.169.254",
       "10.0.0.8",
+      // Other spellings of loopback: checked as the addresses they are, never looked up.
+      "2130706433",
+      "0x7f000001",
+      "0x7f.1",
+      "0177.0.0.1",
+      "127.1",
     ]) {
       const verdict = await checkDestination(host, policy(resolve));
       expect(verdict.ok, host).toBe(false);

@@ -102,6 +102,22 @@ describe("what a policy allows", () => {
     expect(evaluateNetwork(list, connect("example.com.evil.test")).allowed).toBe(false);
   });
 
+  it("an address entry covers the address however IPv6 writes it, and IPv4 in four parts only", () => {
+    const list = [
+      {
+        source: "project" as const,
+        policy: policy({ mode: "allowlist", allow: ["93.184.216.34", "[2606:4700::6810:84e5]"] }),
+      },
+    ];
+    expect(evaluateNetwork(list, connect("93.184.216.34")).allowed).toBe(true);
+    expect(evaluateNetwork(list, connect("[2606:4700:0:0:0:0:6810:84e5]")).allowed).toBe(true);
+    expect(evaluateNetwork(list, connect("2606:4700::6810:84E5")).allowed).toBe(true);
+    // The same IPv4 address spelt as one number, or in hex: not the entry's spelling.
+    expect(evaluateNetwork(list, connect("1572395042")).allowed).toBe(false);
+    expect(evaluateNetwork(list, connect("0x5d.0xb8.0xd8.0x22")).allowed).toBe(false);
+    expect(evaluateNetwork(list, connect("93.184.216.35")).allowed).toBe(false);
+  });
+
   it("a port on an entry allows that port only", () => {
     const list = [
       { source: "project" as const, policy: policy({ mode: "allowlist", allow: ["a.example:443"] }) },

@@ -11,6 +11,7 @@
  * that address, and only those names may reach it.
  */
 import { lookup as dnsLookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import ipaddr from "ipaddr.js";
 import { normalizeHost } from "../../../protocol/network.js";
@@ -109,14 +110,14 @@ function words(kind: string): string {
 export async function checkDestination(host: string, policy: AddressPolicy): Promise<AddressVerdict> {
   const name = normalizeHost(host);
   const mapped = policy.testNames.get(name);
-  if (mapped !== undefined) return { ok: true, address: mapped, family: ipaddr.IPv6.isValid(mapped) ? 6 : 4 };
+  if (mapped !== undefined) return { ok: true, address: mapped, family: familyOf(mapped) };
   const own = policy.ownAddresses();
-  if (ipaddr.isValid(name)) {
+  if (isAddressLiteral(name)) {
     const kind = forbiddenKind(name, own);
     if (kind !== null)
       return { ok: false, reason: `${name} is ${words(kind)}, which the gate never reaches` };
     const address = normalizeAddress(name);
-    return { ok: true, address, family: ipaddr.IPv6.isValid(address) ? 6 : 4 };
+    return { ok: true, address, family: familyOf(address) };
   }
   if (name === "localhost" || name.endsWith(".localhost"))
     return { ok: false, reason: `${name} is this machine (loopback), which the gate never reaches` };
@@ -141,7 +142,22 @@ export async function checkDestination(host: string, policy: AddressPolicy): Pro
       };
   }
   const address = normalizeAddress(addresses[0] as string);
-  return { ok: true, address, family: ipaddr.IPv6.isValid(address) ? 6 : 4 };
+  return { ok: true, address, family: familyOf(address) };
+}
+
+/**
+ * Whether a host is an address (in any spelling ipaddr.js reads, `0x7f.1` too: such a host is
+ * checked as the address it is, never looked up). Told first by its characters: a name with any
+ * other letter is none, and needs no parse (ipaddr.js throws inside a failed one, on every request).
+ */
+function isAddressLiteral(name: string): boolean {
+  if (!name.includes(":") && !/^[0-9a-fx.]+$/.test(name)) return false;
+  return ipaddr.isValid(name);
+}
+
+/** 6 for an IPv6 address, else 4 (Node's own check: no parse, no exception). */
+function familyOf(address: string): 4 | 6 {
+  return isIP(address) === 6 ? 6 : 4;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
