@@ -1,0 +1,88 @@
+/**
+ * The end of a CI run, said plainly: the ten slowest test files (vitest's own time for each,
+ * from its JSON report) and the whole run's time, so the next change that slows CI is seen at
+ * once. `.ci/run` calls it after `npm test`, whatever that returned.
+ *
+ *   node --import tsx scripts/ci/slowest-files.ts <report.json> <seconds the run took>
+ */
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+import { z } from "zod";
+
+/** The part of vitest's JSON report read here. */
+const ReportSchema = z.object({
+  numTotalTests: z.number(),
+  numPassedTests: z.number(),
+  numFailedTests: z.number(),
+  numPendingTests: z.number(),
+  numTodoTests: z.number().optional(),
+  testResults: z.array(
+    z.object({
+      name: z.string(),
+      startTime: z.number(),
+      endTime: z.number(),
+      assertionResults: z.array(z.unknown()),
+    }),
+  ),
+});
+
+export interface FileTime {
+  file: string;
+  seconds: number;
+  tests: number;
+}
+
+/** The report's files, slowest first. */
+export function fileTimes(report: z.infer<typeof ReportSchema>, root: string): FileTime[] {
+  return report.testResults
+    .map((r) => ({
+      file: relative(root, r.name),
+      seconds: Math.max(0, r.endTime - r.startTime) / 1000,
+      tests: r.assertionResults.length,
+    }))
+    .sort((a, b) => b.seconds - a.seconds);
+}
+
+/** Seconds as `m:ss`. */
+export function clock(seconds: number): string {
+  const whole = Math.round(seconds);
+  return `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")}`;
+}
+
+function jsonOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function main(): void {
+  const [reportPath, secondsText] = process.argv.slice(2);
+  const seconds = Number(secondsText);
+  const out: string[] = ["", "── CI summary ──"];
+  let text: string | null = null;
+  try {
+    text = reportPath === undefined ? null : readFileSync(reportPath, "utf8");
+  } catch {
+    text = null;
+  }
+  const parsed = text === null ? null : ReportSchema.safeParse(jsonOrNull(text));
+  if (parsed?.success) {
+    const report = parsed.data;
+    const files = fileTimes(report, process.cwd());
+    out.push(
+      `${files.length} files, ${report.numTotalTests} tests: ${report.numPassedTests} passed, ` +
+        `${report.numFailedTests} failed, ${report.numPendingTests + (report.numTodoTests ?? 0)} skipped`,
+      "the ten slowest files (vitest's time for each):",
+    );
+    for (const f of files.slice(0, 10))
+      out.push(`  ${f.seconds.toFixed(1).padStart(7)} s  ${f.file} (${f.tests} tests)`);
+  } else {
+    out.push("no test report was written (the run stopped before the tests, or vitest failed to start)");
+  }
+  if (Number.isFinite(seconds)) out.push(`the whole run: ${clock(seconds)} (${Math.round(seconds)} s)`);
+  process.stdout.write(`${out.join("\n")}\n`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) main();

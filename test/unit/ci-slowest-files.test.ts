@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { clock, fileTimes } from "../../scripts/ci/slowest-files.js";
+
+describe("the CI summary", () => {
+  it("lists the report's files slowest first, by vitest's own times, relative to the checkout", () => {
+    const report = {
+      numTotalTests: 3,
+      numPassedTests: 3,
+      numFailedTests: 0,
+      numPendingTests: 0,
+      testResults: [
+        { name: "/repo/test/unit/a.test.ts", startTime: 1_000, endTime: 1_500, assertionResults: [{}] },
+        { name: "/repo/test/e2e/b.test.ts", startTime: 2_000, endTime: 92_000, assertionResults: [{}, {}] },
+        // A clock that went backwards counts as nothing, not as a negative time.
+        { name: "/repo/test/unit/c.test.ts", startTime: 5_000, endTime: 4_000, assertionResults: [] },
+      ],
+    };
+    expect(fileTimes(report, "/repo")).toEqual([
+      { file: "test/e2e/b.test.ts", seconds: 90, tests: 2 },
+      { file: "test/unit/a.test.ts", seconds: 0.5, tests: 1 },
+      { file: "test/unit/c.test.ts", seconds: 0, tests: 0 },
+    ]);
+  });
+
+  it("says times as minutes and seconds", () => {
+    expect(clock(0)).toBe("0:00");
+    expect(clock(59.6)).toBe("1:00");
+    expect(clock(1_234)).toBe("20:34");
+  });
+});
