@@ -12,6 +12,25 @@ export const MODELS: Partial<Record<AgentRuntime, string>> = {
   opencode: "gpt-5",
   gemini: "gemini-2.5-pro",
 };
+/**
+ * Each CLI's user agent, as its model requests carry it through the host's model proxy (which
+ * passes it on): how a test running the five at once tells their requests apart.
+ */
+const USER_AGENTS: readonly (readonly [AgentRuntime, RegExp])[] = [
+  ["claude", /^claude-cli\//],
+  // Codex's app-server names its requests after its client: the runner ("oubliette/<codex version>").
+  ["codex", /^oubliette\//],
+  ["opencode", /^opencode\//],
+  ["gemini", /^GeminiCLI/],
+  ["droid", /^factory-cli\//],
+];
+
+/** The runtime whose CLI made a model request, by its user agent; null when none matches. */
+export function runtimeOfRequest(headers: Readonly<Record<string, string>>): AgentRuntime | null {
+  const agent = headers["user-agent"] ?? "";
+  return USER_AGENTS.find(([, pattern]) => pattern.test(agent))?.[0] ?? null;
+}
+
 /** The host-agent's environment that sends every CLI's model traffic to the fake model. */
 export function modelEnv(modelUrl: string): Record<string, string> {
   return {

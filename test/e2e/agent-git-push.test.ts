@@ -4,18 +4,19 @@
  * is spawned on a branch of its own; the model has the CLI run `git commit` and `git push origin
  * HEAD` in the container, which has no network: the push goes through git-remote-oubliette and
  * the host to a real git server on loopback (git http-backend behind Basic auth). Asserted on the
- * server's branches, on what the model received, and on the session's `git_pushed` event.
+ * server's branches, on what the model received, and on the session's `git_pushed` event. The
+ * five runtimes run at once, each answered by its own lane of the fake model.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
-import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
+import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
 import { GitServer } from "../support/git-server.js";
 import { TestStack } from "../support/stack.js";
-import { MODELS, modelEnv, shellCall } from "./agent-cli.js";
+import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
 
 const TOKEN = "ghp-e2e-push-0123456789-secret";
 const images = inject("agentImages") ?? {};
@@ -23,13 +24,13 @@ const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "sc
 
 let stack: TestStack;
 let caller: TestCaller;
-let model: FakeModel;
+let fakeModel: FakeModel;
 let server: GitServer;
 let remote: string;
 let secrets: string;
 
 beforeAll(async () => {
-  model = await startFakeModel();
+  fakeModel = await startFakeModel({ laneOf: runtimeOfRequest });
   server = await GitServer.start({ auth: { username: "x-access-token", token: TOKEN } });
   remote = server.createRepo("acme/app", { "README.md": "upstream\n" });
   secrets = mkdtempSync(join(tmpdir(), "oub-e2e-git-"));
@@ -40,7 +41,7 @@ beforeAll(async () => {
     runtime: "docker",
     image: inject("droidImage"),
     extraEnv: {
-      ...modelEnv(model.url),
+      ...modelEnv(fakeModel.url),
       OUBLIETTE_GIT_CREDENTIALS: credentials,
       // The git server is on loopback.
       OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES: "1",
@@ -52,18 +53,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await caller?.close();
   await stack?.stop();
-  await model?.close();
+  await fakeModel?.close();
   await server?.close();
   if (secrets) rmSync(secrets, { recursive: true, force: true });
 });
 
-afterEach(() => {
-  const left = model.remaining;
-  model.reset();
-  expect(left, "scripted replies the CLI never asked for").toBe(0);
-});
+describe.concurrent.each(runtimes)("the %s runtime", (runtime) => {
+  let model: ModelLane;
+  beforeAll(() => {
+    model = fakeModel.lane(runtime);
+  });
+  afterEach(() => {
+    const left = model.remaining;
+    model.reset();
+    expect(left, "scripted replies the CLI never asked for").toBe(0);
+  });
 
-describe.each(runtimes)("the %s runtime", (runtime) => {
   it("commits and runs git push in its container; the branch arrives on the server through the host", async () => {
     const created = await caller.ok<{ project_id: string }>("project", {
       action: "create",

@@ -3,7 +3,8 @@
  * one project's container (same workspace), each CLI driven by the fake model through a turn.
  * Read from the host: the runner is root, each session's processes (the CLI, its MCP server, what
  * it started) are one uid of their own. Then the kernel is asked, as one session's uid and group:
- * its own agent's /proc/<pid>/environ opens, the other session's does not.
+ * its own agent's /proc/<pid>/environ opens, the other session's does not. The five runtimes run
+ * at once, each answered by its own lane of the fake model.
  */
 import { readFileSync } from "node:fs";
 import Dockerode from "dockerode";
@@ -13,6 +14,7 @@ import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js"
 import { TestCaller } from "../support/caller.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
+import { runtimeOfRequest } from "./agent-cli.js";
 
 const HOST_KEY = "sk-oubliette-e2e-identity-key-0123456789";
 const MODELS: Partial<Record<AgentRuntime, string>> = {
@@ -31,7 +33,7 @@ let model: FakeModel;
 const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
 
 beforeAll(async () => {
-  model = await startFakeModel();
+  model = await startFakeModel({ laneOf: runtimeOfRequest });
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
@@ -76,7 +78,7 @@ async function processes(container: Dockerode.Container): Promise<Proc[]> {
 // OUBLIETTE_TEST_AGENTS=none builds no CLI image: then there is nothing here to run.
 it.skipIf(runtimes.length > 0)("needs the agent CLIs' images (OUBLIETTE_TEST_AGENTS names none)", () => {});
 
-describe.each(runtimes)("the %s runtime", (runtime) => {
+describe.concurrent.each(runtimes)("the %s runtime", (runtime) => {
   it("runs each session's agent as a uid of its own, which cannot read the other session's environment", async () => {
     const { project_id: projectId } = await caller.ok<{ project_id: string }>("project", {
       action: "create",
@@ -89,7 +91,7 @@ describe.each(runtimes)("the %s runtime", (runtime) => {
     try {
       const sessions: string[] = [];
       for (const n of [1, 2]) {
-        model.script([{ text: `Session ${n} is here.` }]);
+        model.lane(runtime).script([{ text: `Session ${n} is here.` }]);
         const { session_id } = await caller.ok<{ session_id: string }>("session", {
           action: "spawn",
           project_id: projectId,

@@ -472,3 +472,66 @@ describe("fake model, side endpoints and limits", () => {
     expect(model.remaining).toBe(0);
   });
 });
+
+describe("fake model, lanes", () => {
+  let laned: FakeModel;
+  beforeEach(async () => {
+    laned = await startFakeModel({ laneOf: (headers) => headers["x-lane"] ?? null });
+  });
+  afterEach(async () => {
+    await laned.close();
+  });
+
+  function ask(lane: string | null, user: string, stream = false) {
+    const ask: Ask = { user, tools: tools("anthropic"), stream };
+    return fetch(`${laned.url}${anthropicClient.path(stream)}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": "test",
+        ...(lane ? { "x-lane": lane } : {}),
+      },
+      body: JSON.stringify(anthropicClient.body(ask)),
+    }).then((res) => anthropicClient.read(res, stream));
+  }
+
+  it("answers each lane from its own script, in whatever order the lanes ask", async () => {
+    laned.lane("a").script([{ text: "first of a" }, { text: "second of a" }]);
+    laned.lane("b").script([{ text: "only of b" }]);
+    laned.script([{ text: "the model's own" }]);
+    expect((await ask("b", "b asks")).text).toBe("only of b");
+    expect((await ask("a", "a asks", true)).text).toBe("first of a");
+    expect((await ask(null, "no lane asks")).text).toBe("the model's own");
+    expect((await ask("a", "a asks again")).text).toBe("second of a");
+    expect([laned.lane("a").remaining, laned.lane("b").remaining, laned.remaining]).toEqual([0, 0, 0]);
+  });
+
+  it("keeps each lane's requests, tool results and last text apart; the model's requests are all of them", async () => {
+    laned.lane("a").script([{ text: "a" }]);
+    laned.lane("b").script([{ text: "b" }]);
+    await ask("a", "from a");
+    await ask("b", "from b");
+    expect(laned.lane("a").requests.map((r) => r.headers["x-lane"])).toEqual(["a"]);
+    expect(laned.lane("a").lastUserText()).toBe("from a");
+    expect(laned.lane("b").lastUserText()).toBe("from b");
+    expect(laned.requests).toHaveLength(2);
+    // A lane first named after its requests came has them.
+    expect(laned.lane("b")).toBe(laned.lane("b"));
+  });
+
+  it("fails one lane's side requests without touching another's, and resets one lane alone", async () => {
+    laned.lane("a").answerSideRequests({ error: { status: 500, message: "a's side fails" } });
+    const side = (lane: string) =>
+      fetch(`${laned.url}${anthropicClient.path(false)}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-lane": lane },
+        body: JSON.stringify(anthropicClient.body({ user: "a title, please", stream: false })),
+      });
+    expect((await side("a")).status).toBe(500);
+    expect((await side("b")).status).toBe(200);
+    laned.lane("a").script([{ text: "left over" }]);
+    laned.lane("b").script([{ text: "kept" }]);
+    laned.lane("a").reset();
+    expect([laned.lane("a").remaining, laned.lane("b").remaining]).toEqual([0, 1]);
+  });
+});
