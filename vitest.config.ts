@@ -1,15 +1,24 @@
 /**
- * Test projects, run one group after another, cheapest first:
+ * Test projects, run one group after another, cheapest first (the longest files of each first:
+ * test/support/sequencer.ts):
  * - unit: pure functions and in-process pairs;
  * - workers: Durable Objects and routes inside workerd (@cloudflare/vitest-pool-workers);
  * - integration: real processes and sockets, no Docker (container-client, scripted droid);
  * - docker: a real Docker Engine (started, or on a bare CI machine installed, by the global
- *   setup; if it cannot start the run fails) and the end-to-end tests across wrangler dev,
+ *   setup, which prepares the engine and the images while the projects before it run; if it
+ *   cannot start, every Docker test fails) and the end-to-end tests across wrangler dev,
  *   host-agents, containers and the MCP SDK client.
+ * Every project runs at least two files at once: most of their time is spent waiting on other
+ * processes (workerd, wrangler, containers), so two keep a two-core machine busy.
  */
+import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { buildConsole } from "./scripts/build-console.js";
+import LongestFirstSequencer from "./test/support/sequencer.js";
+
+/** Files run at once by the projects without Docker (vitest's default is one on two cores). */
+const WORKERS = Math.max(2, availableParallelism() - 1);
 
 // The console's static assets are part of the Worker's configuration (wrangler.toml `[assets]`),
 // which the in-workerd tests load too: built first, from the sources under test.
@@ -53,12 +62,14 @@ export default defineConfig({
   test: {
     // The Durable Objects and processes log a JSON line per event; show logs of failing tests only.
     silent: "passed-only",
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
           environment: "node",
+          maxWorkers: WORKERS,
           sequence: { groupOrder: 0 },
         },
       },
@@ -72,6 +83,7 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/workers/**/*.test.ts"],
+          maxWorkers: WORKERS,
           sequence: { groupOrder: 1 },
         },
       },
@@ -82,6 +94,7 @@ export default defineConfig({
           globalSetup: ["test/support/browser-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+          maxWorkers: WORKERS,
           sequence: { groupOrder: 2 },
         },
       },
@@ -90,8 +103,10 @@ export default defineConfig({
           name: "docker",
           include: ["test/docker/**/*.test.ts", "test/e2e/**/*.test.ts"],
           globalSetup: ["test/support/docker-setup.ts", "test/support/browser-setup.ts"],
+          // Each file waits here for the engine and images docker-setup prepares in the background.
+          setupFiles: ["test/support/docker-wait.ts"],
           testTimeout: 120_000,
-          // The first run on a bare machine installs docker.io and builds images.
+          // Some files build images of their own in beforeAll (a bare machine's first run takes long).
           hookTimeout: 900_000,
           // Each file starts its own wrangler dev, host-agent and containers: two at a time.
           maxWorkers: 2,

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import Dockerode from "dockerode";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
   CLI_RUNTIME_NAMES,
@@ -20,9 +20,10 @@ import {
 } from "../../host-agent/src/images/agent-images.js";
 import { CLI_RUNTIMES } from "../../protocol/agent-runtimes.js";
 import { bundles } from "../../scripts/build.js";
+import { dockerContext } from "../support/docker-context.js";
 
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
-const agentImages = inject("agentImages");
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
+const agentImages = dockerContext().agentImages;
 const built = CLI_RUNTIME_NAMES.filter((runtime) => agentImages[runtime] !== undefined);
 const created: Dockerode.Container[] = [];
 

@@ -8,7 +8,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureNodeBaseImage } from "../../host-agent/src/images/images.js";
 import { DockerRuntime, HOST_LABEL, PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import { dockerStatusCode, RuntimeError } from "../../host-agent/src/runtime/errors.js";
@@ -16,6 +16,7 @@ import { selectRuntime } from "../../host-agent/src/runtime/select-runtime.js";
 import type { ProjectLaunch, Workload } from "../../host-agent/src/runtime/types.js";
 import { createLogger } from "../../lib/log.js";
 import { type DockerEngine, ensureDockerEngine } from "../../scripts/docker/engine.js";
+import { dockerContext } from "../support/docker-context.js";
 
 const logger = createLogger({
   name: "docker-runtime-test",
@@ -203,7 +204,7 @@ describe("DockerRuntime", () => {
   });
 
   // Provided by test/support/docker-setup.ts (the globalSetup); absent when it is not wired.
-  const droidImage = inject("droidImage");
+  const droidImage = dockerContext().droidImage;
   it.skipIf(droidImage === undefined)(
     "droid image holds the bundles, runs the runner, as root in the project's volume",
     async () => {

@@ -20,7 +20,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GitCredentials } from "../../host-agent/src/git/git-credentials.js";
 import { loadModelKeys } from "../../host-agent/src/models/model-keys.js";
 import { ModelProxy } from "../../host-agent/src/models/model-proxy.js";
@@ -31,6 +31,7 @@ import { createLogger } from "../../lib/log.js";
 import { RpcPeer } from "../../lib/rpc/peer.js";
 import type { RpcError } from "../../protocol/rpc/errors.js";
 import { ensureDockerEngine } from "../../scripts/docker/engine.js";
+import { dockerContext } from "../support/docker-context.js";
 import { execAs } from "../support/docker-exec.js";
 import { FakeWorker } from "../support/fake-worker.js";
 import { GitServer, gitAsync } from "../support/git-server.js";
@@ -131,7 +132,7 @@ beforeAll(async () => {
   const engine = await ensureDockerEngine({ install: true, log: () => {} });
   docker = engine.docker;
   // By id: another checkout on this engine may re-tag oubliette/droid:dev while we run.
-  image = (await docker.getImage(inject("droidImage") ?? "oubliette/droid:dev").inspect()).Id;
+  image = (await docker.getImage(dockerContext().droidImage ?? "oubliette/droid:dev").inspect()).Id;
   worker = await FakeWorker.start(logger);
   dataDir = mkdtempSync(join(tmpdir(), "oub-projects-data-"));
   socketDir = mkdtempSync(join(tmpdir(), "oub-projects-sock-"));

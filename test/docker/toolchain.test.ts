@@ -10,11 +10,12 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NODE_TOOLCHAIN } from "../../host-agent/src/images/node-toolchain.js";
+import { dockerContext } from "../support/docker-context.js";
 
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
-const images = Object.entries(inject("agentImages")).filter(
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
+const images = Object.entries(dockerContext().agentImages).filter(
   (entry): entry is [string, string] => entry[1] !== undefined,
 );
 

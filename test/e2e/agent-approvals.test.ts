@@ -15,13 +15,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Dockerode from "dockerode";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import type { ApprovalPolicy } from "../../protocol/approvals.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
@@ -110,9 +111,9 @@ const SETTLE_MS = 11_000;
 /** Long enough for a test to answer, short enough to wait out once. */
 const TIMEOUT_SECONDS = 25;
 
-const images = inject("agentImages") ?? {};
+const images = dockerContext().agentImages ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
-const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = () => new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 let stack: TestStack;
 let fakeModel: FakeModel;
@@ -122,7 +123,7 @@ beforeAll(async () => {
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: modelEnv(fakeModel.url),
   });
 }, 180_000);

@@ -10,16 +10,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { GitServer } from "../support/git-server.js";
 import { TestStack } from "../support/stack.js";
 import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
 
 const TOKEN = "ghp-e2e-push-0123456789-secret";
-const images = inject("agentImages") ?? {};
+const images = dockerContext().agentImages ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
 
 let stack: TestStack;
@@ -39,7 +40,7 @@ beforeAll(async () => {
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: {
       ...modelEnv(fakeModel.url),
       OUBLIETTE_GIT_CREDENTIALS: credentials,

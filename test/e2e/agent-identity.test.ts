@@ -8,10 +8,11 @@
  */
 import { readFileSync } from "node:fs";
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import { type FakeModel, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { runtimeOfRequest } from "./agent-cli.js";
@@ -24,20 +25,20 @@ const MODELS: Partial<Record<AgentRuntime, string>> = {
   opencode: "gpt-5",
   gemini: "gemini-2.5-pro",
 };
-const images = inject("agentImages") ?? {};
+const images = dockerContext().agentImages ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
 
 let stack: TestStack;
 let caller: TestCaller;
 let model: FakeModel;
-const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = () => new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 beforeAll(async () => {
   model = await startFakeModel({ laneOf: runtimeOfRequest });
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: {
       OUBLIETTE_ANTHROPIC_API_KEY: HOST_KEY,
       OUBLIETTE_ANTHROPIC_BASE_URL: model.url,

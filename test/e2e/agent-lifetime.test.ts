@@ -16,13 +16,14 @@
  */
 import { readFileSync } from "node:fs";
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
 import type { RecordedRequest } from "../fixtures/fake-model/types.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { Rendezvous } from "../support/rendezvous.js";
 import { TestStack } from "../support/stack.js";
 import { runtimeOfRequest } from "./agent-cli.js";
@@ -46,9 +47,9 @@ const LOOKUP = {
  */
 const DEFERS_MCP_TOOLS: ReadonlySet<AgentRuntime> = new Set(["droid"]);
 
-const images = inject("agentImages") ?? {};
+const images = dockerContext().agentImages ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
-const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = () => new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 let stack: TestStack;
 let host: HostAgent;
@@ -60,7 +61,7 @@ beforeAll(async () => {
   stack = await TestStack.start();
   host = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: {
       OUBLIETTE_ANTHROPIC_API_KEY: HOST_KEY,
       OUBLIETTE_ANTHROPIC_BASE_URL: model.url,

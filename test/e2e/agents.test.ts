@@ -17,13 +17,14 @@
 import { type Dirent, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Dockerode from "dockerode";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import { ContainerPaths, modelSocketPath } from "../../protocol/container-layout.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
 import { FIXTURE, type NpmRegistry, startNpmRegistry } from "../fixtures/npm-registry/index.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { runtimeOfRequest } from "./agent-cli.js";
@@ -76,9 +77,9 @@ function shellCall(runtime: AgentRuntime, command: string) {
 /** The fixture registry's name, which the host's gate maps to this machine's loopback (its test flag). */
 const REGISTRY = "registry.oubliette.test";
 
-const images = inject("agentImages") ?? {};
+const images = dockerContext().agentImages ?? {};
 const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
-const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = () => new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 let stack: TestStack;
 /** The caller of the suites that run after the runtimes' (the scripted droid, the budget). */
@@ -93,7 +94,7 @@ beforeAll(async () => {
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: {
       OUBLIETTE_EGRESS_TEST_RESOLVE: `${REGISTRY}=127.0.0.1`,
       OUBLIETTE_ANTHROPIC_API_KEY: HOST_KEY,

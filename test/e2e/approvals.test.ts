@@ -5,11 +5,12 @@
  * Asserted on the events, on what the droid was told, and on the container's files.
  */
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApprovalPolicy } from "../../protocol/approvals.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
@@ -21,14 +22,14 @@ let stack: TestStack;
 let proxy: TcpProxy;
 let host: HostAgent;
 let caller: TestCaller;
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 beforeAll(async () => {
   stack = await TestStack.start();
   proxy = await TcpProxy.start(Number(new URL(stack.url).port));
   host = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     workerUrl: proxy.url,
     heartbeatMs: 500,
     reconnectMaxMs: 1_000,

@@ -2,9 +2,10 @@
  * Bad input at every boundary (MCP endpoint, tunnel, container socket) gets a clear error,
  * nothing crashes, and another session's relay keeps working.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { runStep, spawnDroid, text } from "./support.js";
 
@@ -14,7 +15,7 @@ let bystander: string;
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   caller.answerWith((r) => ({ result: `ok ${String(r.arguments.n)}` }));
   bystander = await spawnDroid(caller);

@@ -4,8 +4,9 @@
  * never only at the (here 60 s) timeout.
  */
 import { readFile } from "node:fs/promises";
-import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { runStep, spawnDroid, text } from "./support.js";
@@ -24,7 +25,7 @@ beforeAll(async () => {
   stack = await TestStack.start({
     vars: { OUBLIETTE_CALLER_GRACE_MS: String(GRACE_MS), OUBLIETTE_KEEPALIVE_MS: String(KEEPALIVE_MS) },
   });
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
 });
 
 afterAll(async () => {

@@ -25,8 +25,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { dockerContext } from "../support/docker-context.js";
 import { ModernCaller } from "../support/modern-caller.js";
 import { TestStack } from "../support/stack.js";
 import { startTokenProxy, type TokenProxy } from "../support/token-proxy.js";
@@ -251,7 +252,7 @@ let outputDir = "";
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
   proxy = await startTokenProxy(new URL(stack.mcpUrl), stack.adminToken);
   outputDir = await mkdtemp(join(tmpdir(), "oubliette-conformance-2026-"));
   // A live session, so that resources/list lists one and the caching scenario reads it.

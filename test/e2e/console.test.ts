@@ -11,12 +11,13 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import Dockerode from "dockerode";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { ApprovalPolicy } from "../../protocol/approvals.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { launchBrowser } from "../support/browser.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { followUntilReady, runStep, runSteps, SEND_RESPONSE, text } from "./support.js";
@@ -28,7 +29,7 @@ import { followUntilReady, runStep, runSteps, SEND_RESPONSE, text } from "./supp
 const SCREENSHOTS = pathToFileURL(
   `${resolve(process.env.OUBLIETTE_CONSOLE_SCREENSHOTS ?? new URL("../../.oubliette/console-screenshots", import.meta.url).pathname)}/`,
 );
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 let stack: TestStack;
 let dockerHost: HostAgent;
@@ -61,7 +62,7 @@ beforeAll(async () => {
   stack = await TestStack.start();
   dockerHost = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: { OUBLIETTE_EGRESS_TEST_RESOLVE: `${WEB}=127.0.0.1,${OTHER}=127.0.0.1` },
   });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
@@ -620,7 +621,7 @@ describe("signed in as an admin", () => {
   });
 
   it("drains a host: the next project goes to another host", async () => {
-    otherHost = await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+    otherHost = await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
     await admin.getByRole("link", { name: "Hosts" }).click();
     const table = admin.getByRole("table", { name: "Hosts" });
     await table.getByText(otherHost.hostId).waitFor({ timeout: 20_000 });

@@ -4,10 +4,11 @@
  */
 import { access } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ensureDockerEngine } from "../../scripts/docker/engine.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { endSession, runStep, SEND_RESPONSE, spawnDroid } from "./support.js";
 
@@ -21,8 +22,8 @@ const docker = (await ensureDockerEngine({ install: false, log: () => {} })).doc
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  hostA = await stack.addHost({ runtime: "docker", image: inject("droidImage"), maxSessions: 6 });
-  hostB = await stack.addHost({ runtime: "docker", image: inject("droidImage"), maxSessions: 6 });
+  hostA = await stack.addHost({ runtime: "docker", image: dockerContext().droidImage, maxSessions: 6 });
+  hostB = await stack.addHost({ runtime: "docker", image: dockerContext().droidImage, maxSessions: 6 });
   admin = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   admin.answerWith(() => "ignore");
 }, 120_000);
@@ -397,7 +398,7 @@ describe("tokens and hosts", () => {
     const enrolled = await admin.ok<{ token: string }>("host", { action: "enrol", host_id: hostId });
     const host = await stack.addHost({
       runtime: "docker",
-      image: inject("droidImage"),
+      image: dockerContext().droidImage,
       hostId,
       hostToken: enrolled.token,
     });

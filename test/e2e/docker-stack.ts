@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, inject } from "vitest";
+import { afterAll, beforeAll } from "vitest";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 
 /**
@@ -11,7 +12,7 @@ export function dockerStack(): { readonly stack: TestStack; readonly caller: Tes
   let caller: TestCaller | undefined;
   beforeAll(async () => {
     stack = await TestStack.start();
-    await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+    await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
     caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   }, 120_000);
   afterAll(async () => {

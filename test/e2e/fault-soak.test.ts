@@ -4,13 +4,14 @@
  * Worker is restarted. Every droid call must end answered or with a clear error; the caller and
  * the droid agree on every call; nothing lost, nothing duplicated. `npm run soak` runs it longer.
  */
-import { expect, inject, it } from "vitest";
+import { expect, it } from "vitest";
+import { dockerContext } from "../support/docker-context.js";
 import { runFaultSoak } from "../support/fault-soak.js";
 
 it("keeps every promise through host-agent kills, network cuts and a Worker restart", async () => {
   const tally = await runFaultSoak({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     sessions: 3,
     durationMs: 75_000,
     faults: ["host_sigkill", "cut", "host_sigterm", "worker_restart"],

@@ -23,13 +23,14 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import { buildHostAgent, bundles } from "../../scripts/build.js";
 import { type HostAgent, startHostAgent } from "../../scripts/stack/host-agent-process.js";
 import { unmountUnder } from "../../scripts/stack/mounts.js";
 import { removeHostContainers } from "../../scripts/stack/remove-containers.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { followUntilReady, runStep, SEND_RESPONSE, text } from "./support.js";
 
@@ -49,7 +50,7 @@ function artefactRun(args: string[], env: Record<string, string> = {}) {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: dir,
-      DOCKER_HOST: `unix://${inject("dockerSocket")}`,
+      DOCKER_HOST: `unix://${dockerContext().dockerSocket}`,
       ...env,
     },
     timeout: 300_000,
@@ -66,10 +67,13 @@ function hostOptions(hostId: string, hostToken: string) {
     hostToken,
     hostId,
     runtime: "docker" as const,
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     socketDir: join(dir, "sockets"),
     logFile: join(dir, "host-agent.log"),
-    extraEnv: { OUBLIETTE_DATA_DIR: join(dir, "data"), DOCKER_HOST: `unix://${inject("dockerSocket")}` },
+    extraEnv: {
+      OUBLIETTE_DATA_DIR: join(dir, "data"),
+      DOCKER_HOST: `unix://${dockerContext().dockerSocket}`,
+    },
   };
 }
 
@@ -146,8 +150,8 @@ describe("the host-agent as one file", () => {
 
   it("builds the droid image from the bundles it carries: the same image the repository's setup built", async () => {
     const built = await artefactRun(["images", "--agents", "none", "--data-dir", join(dir, "data")]);
-    expect(JSON.parse(built.stdout)).toEqual({ images: { scripted: inject("droidImage") } });
-    expect(built.stderr).toContain(`${inject("droidImage")} is up to date`);
+    expect(JSON.parse(built.stdout)).toEqual({ images: { scripted: dockerContext().droidImage } });
+    expect(built.stderr).toContain(`${dockerContext().droidImage} is up to date`);
     // It wrote its bundles under its data directory, nowhere else.
     expect(readdirSync(dir).sort()).toEqual(["data", "host-agent.mjs"]);
     // Read back from the file's end (by its unpack-bundles child): the same bytes as the bundles
@@ -283,7 +287,7 @@ describe("the host-agent as one file", () => {
         ],
         { OUBLIETTE_HOST_TOKEN: token, PATH: `${bin}:${process.env.PATH ?? ""}` },
       );
-      expect(started.stdout).toContain(`images: ${inject("droidImage")}`);
+      expect(started.stdout).toContain(`images: ${dockerContext().droidImage}`);
       expect(started.stdout).toContain("started oubliette-host-agent.service");
       expect(readFileSync(calls, "utf8")).toBe("daemon-reload\nenable --now oubliette-host-agent.service\n");
       if (existsSync("/usr/bin/systemd-analyze")) {

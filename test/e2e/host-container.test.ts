@@ -12,19 +12,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOST_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { bundles } from "../../scripts/build.js";
 import { unmountUnder } from "../../scripts/stack/mounts.js";
 import { removeHostContainers } from "../../scripts/stack/remove-containers.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { followUntilReady, runStep, SEND_RESPONSE, text } from "./support.js";
 
 const run = promisify(execFile);
 type RequestEvent = Extract<SessionEvent, { type: "caller_tool_request" }>;
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
 const hostId = `in-container-${process.pid}`;
 
 let dir: string;
@@ -55,7 +56,7 @@ describe("the host-agent as a container", () => {
       {
         env: {
           PATH: process.env.PATH ?? "",
-          DOCKER_HOST: `unix://${inject("dockerSocket")}`,
+          DOCKER_HOST: `unix://${dockerContext().dockerSocket}`,
           OUBLIETTE_DATA_DIR: join(dir, "build"),
         },
         timeout: 300_000,
@@ -81,14 +82,14 @@ describe("the host-agent as a container", () => {
         `OUBLIETTE_HOST_ID=${hostId}`,
         `OUBLIETTE_DATA_DIR=${dataDir}`,
         `OUBLIETTE_SOCKET_DIR=${socketDir}`,
-        `OUBLIETTE_IMAGE=${inject("droidImage")}`,
+        `OUBLIETTE_IMAGE=${dockerContext().droidImage}`,
         "OUBLIETTE_RUNTIME=docker",
       ],
       HostConfig: {
         // The Worker is on this machine's loopback (wrangler dev).
         NetworkMode: "host",
         Binds: [
-          `${inject("dockerSocket")}:/var/run/docker.sock`,
+          `${dockerContext().dockerSocket}:/var/run/docker.sock`,
           `${dataDir}:${dataDir}`,
           `${socketDir}:${socketDir}`,
         ],

@@ -6,10 +6,11 @@
  * longer runs end the same way. Under the process runtime sessions end cleanly on a restart.
  */
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { projectOf, runStep, spawnDroid } from "./support.js";
 
@@ -19,7 +20,7 @@ type RequestEvent = Extract<SessionEvent, { type: "caller_tool_request" }>;
 const GRACE_MS = 8_000;
 let stack: TestStack;
 let caller: TestCaller;
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
 const fast = { heartbeatMs: 500, reconnectMaxMs: 1_000 };
 
 beforeAll(async () => {
@@ -51,7 +52,7 @@ describe("a Docker host that stays gone", () => {
   it("ends its sessions after the grace period, fails their calls, refuses late answers, frees its place", async () => {
     const lost = await stack.addHost({
       runtime: "docker",
-      image: inject("droidImage"),
+      image: dockerContext().droidImage,
       maxSessions: 1,
       ...fast,
     });
@@ -84,7 +85,7 @@ describe("a Docker host that stays gone", () => {
     // Its place is free: a new host with room for one takes the next spawn.
     const replacement = await stack.addHost({
       runtime: "docker",
-      image: inject("droidImage"),
+      image: dockerContext().droidImage,
       maxSessions: 1,
       ...fast,
     });

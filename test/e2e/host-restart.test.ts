@@ -6,11 +6,12 @@
  * once. Real wrangler dev, real host-agent processes, real Docker, the official MCP SDK caller.
  */
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_LABEL } from "../../host-agent/src/runtime/docker-runtime.js";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { projectOf, runStep, spawnDroid, text } from "./support.js";
 
@@ -19,13 +20,13 @@ type RequestEvent = Extract<SessionEvent, { type: "caller_tool_request" }>;
 let stack: TestStack;
 let host: HostAgent;
 let caller: TestCaller;
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 beforeAll(async () => {
   stack = await TestStack.start();
   host = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     heartbeatMs: 500,
     reconnectMaxMs: 1_000,
   });
@@ -158,7 +159,7 @@ describe.each(["SIGKILL", "SIGTERM"] as const)("a host-agent stopped with %s and
 it("keeps counting the re-adopted sessions against --max-sessions, and frees them when they end", async () => {
   const small = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     heartbeatMs: 500,
     reconnectMaxMs: 1_000,
     maxSessions: 1,

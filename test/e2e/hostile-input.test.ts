@@ -6,11 +6,12 @@
  * another session's relay keeps working.
  */
 import { readdir } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { TUNNEL_PROTOCOL_VERSION } from "../../protocol/tunnel.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { runStep, spawnDroid, text } from "./support.js";
 
@@ -21,7 +22,7 @@ let bystander: string;
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  host = await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  host = await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   caller.answerWith((r) => ({ result: `ok ${String(r.arguments.n)}` }));
   bystander = await spawnDroid(caller);

@@ -3,8 +3,9 @@
  * project container. A long `container exec` answers a job id; `job wait` returns its outcome;
  * a call that waits for its job hears progress; cancelling kills the command in the container.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 
 let stack: TestStack;
@@ -19,7 +20,7 @@ beforeAll(async () => {
       OUBLIETTE_KEEPALIVE_MS: "1000",
     },
   });
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   projectId = await caller.newProject();
   await caller.ok("container", { action: "start", project_id: projectId });

@@ -12,10 +12,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { networkInterfaces } from "node:os";
 import Dockerode from "dockerode";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import { FIXTURE, type NpmRegistry, startNpmRegistry } from "../fixtures/npm-registry/index.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { followUntilReady, runStep } from "./support.js";
@@ -29,7 +30,7 @@ let registry: NpmRegistry;
 let web: Server;
 let webPort = 0;
 const webSeen: { method: string; host: string; url: string }[] = [];
-const docker = new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 beforeAll(async () => {
   registry = await startNpmRegistry();
@@ -43,7 +44,7 @@ beforeAll(async () => {
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     extraEnv: { OUBLIETTE_EGRESS_TEST_RESOLVE: `${REGISTRY}=127.0.0.1,${WEB}=127.0.0.1` },
   });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);

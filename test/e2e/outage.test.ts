@@ -6,10 +6,11 @@
  * back with their host channel, not after their own backoffs.
  */
 import { readFile } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { runStep, spawnDroid, text } from "./support.js";
@@ -28,7 +29,7 @@ beforeAll(async () => {
   proxy = await TcpProxy.start(Number(new URL(stack.url).port));
   host = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     workerUrl: proxy.url,
     heartbeatMs: 500,
     // Long enough that, without following the host channel, a tunnel would come back seconds late.

@@ -2,10 +2,11 @@
  * Callers that are not MCP clients: the session's events over plain SSE (resumable with
  * Last-Event-ID) and over a WebSocket that can also answer caller tool requests.
  */
-import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { readSse, type SseEvent } from "../support/sse-reader.js";
 import { TestStack } from "../support/stack.js";
 import { runStep, spawnDroid, text } from "./support.js";
@@ -16,7 +17,7 @@ let sessionId: string;
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   sessionId = await spawnDroid(caller);
 });

@@ -4,9 +4,10 @@
  * with `wait_seconds`; with `caller_presence: "deadline"` a caller that closes its MCP session
  * and comes back in a new one before the deadline still answers.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { runStep, spawnDroid, text } from "./support.js";
 
@@ -20,7 +21,7 @@ beforeAll(async () => {
   stack = await TestStack.start({
     vars: { OUBLIETTE_CALLER_GRACE_MS: String(GRACE_MS), OUBLIETTE_KEEPALIVE_MS: String(KEEPALIVE_MS) },
   });
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
 });
 
 afterAll(async () => {

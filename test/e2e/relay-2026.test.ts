@@ -11,9 +11,10 @@
  * The job wait bound is short (3 s) so that a 6 s exec outlasts it; spawns therefore go through
  * `wait: false` and `job wait` (droid-driver.ts).
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { ModernCaller } from "../support/modern-caller.js";
 import { modernRequest, type RawReply, TASKS_EXTENSION } from "../support/modern-request.js";
 import type { Answer, CallerToolRequest } from "../support/session-follower.js";
@@ -35,7 +36,7 @@ beforeAll(async () => {
       OUBLIETTE_KEEPALIVE_MS: "1000",
     },
   });
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
 }, 300_000);
 
 afterAll(async () => {

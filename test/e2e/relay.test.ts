@@ -4,9 +4,10 @@
  * droid + container-client inside a real container.
  */
 import { readFile } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { endSession, runStep, runSteps, SEND_RESPONSE, spawnDroid, text } from "./support.js";
 
@@ -20,7 +21,7 @@ let answer: (request: RequestEvent) => { result: unknown } | { error: string } |
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  await stack.addHost({ runtime: "docker", image: inject("droidImage") });
+  await stack.addHost({ runtime: "docker", image: dockerContext().droidImage });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   caller.answerWith((request) => answer(request));
   sessionId = await spawnDroid(caller, {

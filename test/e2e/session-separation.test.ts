@@ -12,7 +12,8 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import Dockerode from "dockerode";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { dockerContext } from "../support/docker-context.js";
 import { dockerStack } from "./docker-stack.js";
 import { runStep } from "./support.js";
 
@@ -41,7 +42,7 @@ interface ProbeReport {
   hellos: Record<string, { connected: boolean; ok?: boolean; error?: string }>;
 }
 
-const docker = () => new Dockerode({ socketPath: inject("dockerSocket") });
+const docker = () => new Dockerode({ socketPath: dockerContext().dockerSocket });
 
 async function projectContainer(projectId: string): Promise<Dockerode.Container> {
   const [found] = await docker().listContainers({ filters: { label: [`oubliette.project=${projectId}`] } });

@@ -6,10 +6,11 @@
  * its project refuses a spawn (naming the host) until one asks to relocate, and revoking it takes
  * it off the list. Real wrangler dev, real host-agent processes, real Docker, the MCP SDK caller.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import type { HostAgent } from "../../scripts/stack/host-agent-process.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { followUntilReady, runStep, SEND_RESPONSE, text } from "./support.js";
 
@@ -39,7 +40,7 @@ beforeAll(async () => {
     hosts.push(
       await stack.addHost({
         runtime: "docker",
-        image: inject("droidImage"),
+        image: dockerContext().droidImage,
         heartbeatMs: 500,
         reconnectMaxMs: 1_000,
       }),

@@ -2,9 +2,10 @@
  * The host-agent's tunnel is cut (a real TCP proxy drops every connection and refuses new ones)
  * while a caller tool call is pending; when the network comes back the call completes, once.
  */
-import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import type { SessionEvent } from "../../protocol/events.js";
 import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
 import { TestStack } from "../support/stack.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { runStep, spawnDroid, text } from "./support.js";
@@ -19,7 +20,7 @@ beforeAll(async () => {
   proxy = await TcpProxy.start(Number(new URL(stack.url).port));
   const host = await stack.addHost({
     runtime: "docker",
-    image: inject("droidImage"),
+    image: dockerContext().droidImage,
     workerUrl: proxy.url,
     heartbeatMs: 500,
     // Each test cuts the network again; keep the backoff from growing past the tests' patience.

@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Dockerode from "dockerode";
-import { inject } from "vitest";
 import { type GitCredential, GitCredentials } from "../../host-agent/src/git/git-credentials.js";
 import { loadModelKeys } from "../../host-agent/src/models/model-keys.js";
 import { ModelProxy } from "../../host-agent/src/models/model-proxy.js";
@@ -18,6 +17,7 @@ import type { Logger } from "../../lib/log.js";
 import { RpcPeer } from "../../lib/rpc/peer.js";
 import type { RpcError } from "../../protocol/rpc/errors.js";
 import { ensureDockerEngine } from "../../scripts/docker/engine.js";
+import { dockerContext } from "./docker-context.js";
 import { FakeWorker } from "./fake-worker.js";
 
 /** Two RpcPeers wired to each other: the registry's side and the host's. */
@@ -63,7 +63,7 @@ export class ProjectHost {
     const { logger, hostId } = options;
     const { docker } = await ensureDockerEngine({ install: true, log: () => {} });
     // By id: another checkout on this engine may re-tag oubliette/droid:dev while we run.
-    const image = (await docker.getImage(inject("droidImage") ?? "oubliette/droid:dev").inspect()).Id;
+    const image = (await docker.getImage(dockerContext().droidImage ?? "oubliette/droid:dev").inspect()).Id;
     const worker = await FakeWorker.start(logger);
     const dataDir = mkdtempSync(join(tmpdir(), "oub-host-data-"));
     const socketDir = mkdtempSync(join(tmpdir(), "oub-host-sock-"));
