@@ -7,11 +7,14 @@
  * - Each start gets a random instance nonce (OUBLIETTE_INSTANCE_ID) and is ready only when
  *   /healthz answers with it, so a port another server already serves is never taken for ours.
  * - The server runs in its own process group and is stopped as a group, workerd included.
+ * - A free port is picked by binding it and letting it go, so another process may take it before
+ *   workerd binds it: a server that exits saying its address is in use is started again on
+ *   another port (twice at most). A port the caller named is never changed.
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readFile, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { writeEnvFile } from "./env-file.js";
 import { freePort, isPortFree, PortInUseError } from "./port.js";
@@ -51,12 +54,40 @@ export interface WranglerDev {
 /** workerd may ignore SIGTERM; it gets SIGKILL this long after. */
 const STOP_GRACE_MS = 5_000;
 
+/** Starts of a server that lost its picked port to another process before a start is given up. */
+const PORT_ATTEMPTS = 3;
+
 /** Starts the Worker's local server and resolves once this instance serves requests. */
 export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
   options.signal?.throwIfAborted();
   await mkdir(dirname(options.logFile), { recursive: true });
-  const port = options.port || (await freePort());
-  if (options.port && !(await isPortFree(port))) throw new PortInUseError(port);
+  if (options.port) {
+    if (!(await isPortFree(options.port))) throw new PortInUseError(options.port);
+    return startOn(options, options.port);
+  }
+  for (let attempt = 1; ; attempt += 1) {
+    const logOffset = await stat(options.logFile).then(
+      (s) => s.size,
+      () => 0,
+    );
+    try {
+      return await startOn(options, await freePort());
+    } catch (err) {
+      if (attempt >= PORT_ATTEMPTS || !(await lostItsPort(options.logFile, logOffset))) throw err;
+    }
+  }
+}
+
+/** Whether the server's output since `offset` says its port was taken (by another process, first). */
+export async function lostItsPort(logFile: string, offset: number): Promise<boolean> {
+  const text = await readFile(logFile).then(
+    (b) => b.subarray(offset).toString("utf8"),
+    () => "",
+  );
+  return /EADDRINUSE|address already in use/i.test(text);
+}
+
+async function startOn(options: WranglerDevOptions, port: number): Promise<WranglerDev> {
   const instanceId = randomBytes(16).toString("hex");
   await writeEnvFile(options.envFile, { ...options.vars, OUBLIETTE_INSTANCE_ID: instanceId });
   const args = [

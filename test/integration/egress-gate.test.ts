@@ -287,10 +287,15 @@ describe("npm through the gate, by name", () => {
       npm_config_cafile: tls.caFile,
     });
     expect(run.code, run.out).toBe(0);
-    const totals = project.meter({ kind: "session", sessionId: SESSION_A }).totals();
-    const entry = totals.hosts.find((h) => h.host === REGISTRY && h.port === secure.port);
-    expect(entry?.bytes_in).toBeGreaterThan(1_000);
-    expect(entry?.bytes_out).toBeGreaterThan(100);
+    // A tunnel's bytes are counted once a second and when it closes, which may be just after npm
+    // exits (its connections close as it does).
+    const entry = () =>
+      project
+        .meter({ kind: "session", sessionId: SESSION_A })
+        .totals()
+        .hosts.find((h) => h.host === REGISTRY && h.port === secure.port);
+    await expect.poll(() => entry()?.bytes_in ?? 0, { timeout: 5_000 }).toBeGreaterThan(1_000);
+    expect(entry()?.bytes_out).toBeGreaterThan(100);
   });
 
   it("off: the install fails within seconds with the gate's reason, and the session hears of it", async () => {
