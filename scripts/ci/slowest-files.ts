@@ -1,7 +1,7 @@
 /**
- * The end of a CI run, said plainly: the ten slowest test files (vitest's own time for each,
- * from its JSON report) and the whole run's time, so the next change that slows CI is seen at
- * once. `.ci/run` calls it after `npm test`, whatever that returned.
+ * The end of a CI run, said plainly: the files that failed (a file whose hook failed counts, though
+ * its tests are only skipped), the ten slowest test files (vitest's own time for each, from its
+ * JSON report) and the whole run's time, so the next change that slows CI is seen at once. `.ci/run` calls it after `npm test`, whatever that returned.
  *
  *   node --import tsx scripts/ci/slowest-files.ts <report.json> <seconds the run took>
  */
@@ -21,6 +21,8 @@ const ReportSchema = z.object({
       name: z.string(),
       startTime: z.number(),
       endTime: z.number(),
+      status: z.string().optional(),
+      message: z.string().optional(),
       assertionResults: z.array(z.unknown()),
     }),
   ),
@@ -41,6 +43,16 @@ export function fileTimes(report: z.infer<typeof ReportSchema>, root: string): F
       tests: r.assertionResults.length,
     }))
     .sort((a, b) => b.seconds - a.seconds);
+}
+
+/** The files that failed, with the first line of why (a failed hook leaves only skipped tests). */
+export function failedFiles(report: z.infer<typeof ReportSchema>, root: string): string[] {
+  return report.testResults
+    .filter((r) => r.status === "failed")
+    .map((r) => {
+      const why = r.message?.split("\n").find((line) => line.trim() !== "");
+      return `${relative(root, r.name)}${why ? `: ${why.trim().slice(0, 200)}` : ""}`;
+    });
 }
 
 /** Seconds as `m:ss`. */
@@ -74,8 +86,10 @@ function main(): void {
     out.push(
       `${files.length} files, ${report.numTotalTests} tests: ${report.numPassedTests} passed, ` +
         `${report.numFailedTests} failed, ${report.numPendingTests + (report.numTodoTests ?? 0)} skipped`,
-      "the ten slowest files (vitest's time for each):",
     );
+    const failed = failedFiles(report, process.cwd());
+    if (failed.length > 0) out.push(`${failed.length} files failed:`, ...failed.map((f) => `  ${f}`));
+    out.push("the ten slowest files (vitest's time for each):");
     for (const f of files.slice(0, 10))
       out.push(`  ${f.seconds.toFixed(1).padStart(7)} s  ${f.file} (${f.tests} tests)`);
   } else {

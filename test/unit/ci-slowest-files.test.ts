@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clock, fileTimes } from "../../scripts/ci/slowest-files.js";
+import { clock, failedFiles, fileTimes } from "../../scripts/ci/slowest-files.js";
 
 describe("the CI summary", () => {
   it("lists the report's files slowest first, by vitest's own times, relative to the checkout", () => {
@@ -20,6 +20,33 @@ describe("the CI summary", () => {
       { file: "test/unit/a.test.ts", seconds: 0.5, tests: 1 },
       { file: "test/unit/c.test.ts", seconds: 0, tests: 0 },
     ]);
+  });
+
+  it("names the files that failed, a file whose hook failed among them, with the first line of why", () => {
+    const report = {
+      numTotalTests: 2,
+      numPassedTests: 1,
+      numFailedTests: 0,
+      numPendingTests: 1,
+      testResults: [
+        {
+          name: "/repo/test/workers/m.test.ts",
+          startTime: 0,
+          endTime: 1,
+          status: "failed",
+          message: "\nError: initialize failed: 401\n    at stack",
+          assertionResults: [{}],
+        },
+        {
+          name: "/repo/test/unit/a.test.ts",
+          startTime: 0,
+          endTime: 1,
+          status: "passed",
+          assertionResults: [{}],
+        },
+      ],
+    };
+    expect(failedFiles(report, "/repo")).toEqual(["test/workers/m.test.ts: Error: initialize failed: 401"]);
   });
 
   it("says times as minutes and seconds", () => {
