@@ -60,8 +60,6 @@ export const AgentRestartedSchema = z.object({
   type: z.literal("agent_restarted"),
   exit_code: z.number().int().nullable(),
   signal: z.string().max(32).nullable(),
-  /** The kernel killed it for want of memory (the container's memory limit). */
-  out_of_memory: z.boolean().optional(),
   stderr: z.array(z.string().max(1024)).max(20),
   restarts: z.number().int().positive(),
   resumed: z.boolean(),

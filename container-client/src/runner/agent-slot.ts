@@ -8,6 +8,9 @@
  * says how it ended and what it last wrote on stderr, and a new process takes the conversation
  * up with the CLI's own resume mechanism (the dead driver's `conversationId`). Past the restart
  * limit (RESTARTS within RESTART_WINDOW_MS) the slot gives up and the session fails, saying why.
+ * An agent ended for want of memory (by the kernel, or first by the runner's memory guard) is not
+ * started again — it would fill the memory again — and the session fails saying so, with the
+ * limit; a process the agent started that the guard ended is told to the session as an error.
  * The slot outlives the process until its last event, the one reporting the end, is stored; then
  * the runner forgets it.
  *
@@ -28,6 +31,7 @@ import { type AgentExit, AgentProcess } from "./agent-process.js";
 import type { ApprovalAsks } from "./approval-asks.js";
 import { EventBuffer } from "./event-buffer.js";
 import { describeExit, ordinal } from "./exit-words.js";
+import { describeVictim, type MemoryVictim } from "./memory-guard.js";
 import { oomKills } from "./oom-kills.js";
 import { refuseHazards } from "./workspace-hazards.js";
 
@@ -83,6 +87,8 @@ export class AgentSlot {
   #restarts: number[] = [];
   readonly #stderr: string[] = [];
   #oomBaseline: number | null = null;
+  /** Why the memory guard ended the agent's process (set just before that process ends). */
+  #memoryEnd: { pid: number; words: string } | null = null;
   /** Permission questions not decided yet, by approval id, with the process that asked. */
   readonly #asks = new Map<string, AgentProcess>();
   /** The approval id each question was asked under. */
@@ -108,6 +114,19 @@ export class AgentSlot {
 
   get running(): boolean {
     return this.#agent?.running === true;
+  }
+
+  /**
+   * The memory guard ended `victim`, a process of this session's uid: the agent itself (its end
+   * will say why) or something it started (the session hears of it now).
+   */
+  memoryEnded(victim: MemoryVictim): void {
+    const words = describeVictim(victim);
+    if (this.#agent !== null && victim.process.pid === this.#agent.pid) {
+      this.#memoryEnd = { pid: victim.process.pid, words };
+      return;
+    }
+    this.#emit({ type: "error", message: `a process the agent started was ended: ${words}` });
   }
 
   /** The agent ended and the session object stored that: the runner may forget this slot. */
@@ -311,8 +330,15 @@ export class AgentSlot {
     }
     const now = Date.now();
     this.#restarts = this.#restarts.filter((at) => now - at < this.#policy.windowMs);
-    const how = await describeExit(exit, this.#oomBaseline);
+    const guarded = this.#memoryEnd?.pid === agent.pid ? this.#memoryEnd.words : null;
+    const how = guarded !== null ? `was ended (${guarded})` : await describeExit(exit, this.#oomBaseline);
     this.#failOpenTurns(how);
+    if (guarded !== null || how.includes("out of memory")) {
+      // Started again it would fill the memory again, and take the project's other sessions with it.
+      const message = `the agent ${how}; it is not started again${this.#stderrNote()}`;
+      this.#finish(exit, { type: "droid_status", status: "failed", exit_code: exit.exitCode, message });
+      return;
+    }
     if (this.#restarts.length >= this.#policy.max) {
       const message =
         `the agent ${how} — its ${ordinal(this.#restarts.length + 1)} unexpected end within ` +
@@ -326,7 +352,6 @@ export class AgentSlot {
       type: "agent_restarted",
       exit_code: exit.exitCode,
       signal: exit.signal,
-      ...(how.includes("out of memory") ? { out_of_memory: true } : {}),
       stderr: [...this.#stderr],
       restarts: this.#restarts.length,
       resumed: resume !== undefined,

@@ -1,5 +1,6 @@
 /** How an agent process ended, in words for its session's events. */
 import type { AgentExit } from "./agent-process.js";
+import { readContainerMemory } from "./memory-cgroup.js";
 import { oomKills } from "./oom-kills.js";
 
 /**
@@ -9,8 +10,11 @@ import { oomKills } from "./oom-kills.js";
 export async function describeExit(exit: AgentExit, oomBaseline: number | null): Promise<string> {
   if (exit.signal === "SIGKILL") {
     const kills = await oomKills();
-    if (kills !== null && oomBaseline !== null && kills > oomBaseline)
-      return "was killed by the kernel for want of memory (out of memory: raise the project's limits.memory_mb)";
+    if (kills !== null && oomBaseline !== null && kills > oomBaseline) {
+      const memory = await readContainerMemory();
+      const limit = memory ? ` of ${Math.round(memory.limitBytes / 1024 / 1024)} MiB` : "";
+      return `was killed by the kernel for want of memory (out of memory: the container's limit${limit} was reached; raise the project's limits.memory_mb)`;
+    }
   }
   return exit.signal !== null
     ? `was killed by ${exit.signal}`

@@ -10,7 +10,10 @@ import { EGRESS_SOCKET_NAME, MODEL_SOCKET_NAME } from "../../../protocol/contain
 import { parseJson } from "../../../protocol/json.js";
 import { AgentEnv, DEFAULT_SOCKET_PATH, RUNNER_ONLY_ENV } from "../../../protocol/socket.js";
 import { EgressForwarder } from "./egress-forwarder.js";
+import { readContainerMemory } from "./memory-cgroup.js";
+import { MemoryGuard } from "./memory-guard.js";
 import { ModelForwarder } from "./model-forwarder.js";
+import { readProcesses } from "./process-table.js";
 import { Runner } from "./runner.js";
 
 const CommandSchema = z.array(z.string().min(1)).min(1).max(256);
@@ -86,6 +89,17 @@ export async function runRunner(log: Logger): Promise<void> {
     // Process runtime: our stdin is a pipe from the host-agent; its end means the host-agent is gone.
     process.stdin.on("data", () => {});
     process.stdin.once("end", () => stop("the host-agent is gone (process runtime)"));
+  }
+  if (env[AgentEnv.separateSessions] === "1") {
+    // In a container: agents that use up its memory must not take the runner (and every session) down.
+    new MemoryGuard({
+      read: () => readContainerMemory(),
+      processes: () => readProcesses(),
+      kill: (pid) => process.kill(pid, "SIGKILL"),
+      ended: (victim) => runner?.memoryEnded(victim),
+      logger: log,
+      ownUid: process.getuid?.() ?? 0,
+    }).start();
   }
   runner.start();
   log.info({ command: command.data }, "runner started");

@@ -30,6 +30,7 @@ import { SocketSession } from "../socket/socket-session.js";
 import { type LaunchSettings, prepareLaunch } from "./agent-launch.js";
 import { AgentSlot } from "./agent-slot.js";
 import { ApprovalAsks } from "./approval-asks.js";
+import type { MemoryVictim } from "./memory-guard.js";
 import { killUidProcesses } from "./uid-sweep.js";
 
 export interface RunnerOptions {
@@ -98,6 +99,14 @@ export class Runner {
     for (const slot of this.#slots.values())
       if (slot.uid === uid && !slot.done) return { kind: "session", session_id: slot.sessionId };
     return { kind: "unknown", uid };
+  }
+
+  /** The memory guard ended a process: its session (the one whose uid it ran as) hears why. */
+  memoryEnded(victim: MemoryVictim): void {
+    const { uid, pid } = victim.process;
+    const slot = [...this.#slots.values()].find((s) => s.uid === uid && !s.done);
+    if (slot) slot.memoryEnded(victim);
+    else this.#log.warn({ uid, pid }, "the memory guard ended a process of no session (a command's)");
   }
 
   /** Sessions whose agents the runner keeps (running, or ended with events not yet stored). */

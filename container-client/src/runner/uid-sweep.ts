@@ -4,7 +4,7 @@
  * process group, and not when the uid is handed to a later session. Reads `/proc/<pid>/status`
  * (readable by all) and needs CAP_KILL for processes of other uids (the runner has it).
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readProcesses } from "./process-table.js";
 
 /** Most passes over /proc (a process may fork while we kill its siblings). */
 const MAX_PASSES = 5;
@@ -29,18 +29,7 @@ export async function killUidProcesses(uid: number, procRoot = "/proc"): Promise
   return killed;
 }
 
-/** Pids whose real uid is `uid` (the first number of the status file's `Uid:` line). */
+/** Pids whose real uid is `uid`. */
 export async function pidsOfUid(uid: number, procRoot = "/proc"): Promise<number[]> {
-  const entries = await readdir(procRoot).catch(() => [] as string[]);
-  const pids: number[] = [];
-  await Promise.all(
-    entries
-      .filter((name) => /^\d+$/.test(name))
-      .map(async (name) => {
-        const status = await readFile(`${procRoot}/${name}/status`, "utf8").catch(() => "");
-        const match = /^Uid:\s+(\d+)/m.exec(status);
-        if (match?.[1] !== undefined && Number(match[1]) === uid) pids.push(Number(name));
-      }),
-  );
-  return pids;
+  return (await readProcesses(procRoot)).filter((p) => p.uid === uid).map((p) => p.pid);
 }
