@@ -18,15 +18,15 @@ describe("the test sequencer", () => {
     expect(
       order([
         spec("docker", "test/e2e/relay.test.ts"),
-        spec("docker", "test/e2e/agents.test.ts"),
-        spec("docker", "test/e2e/jobs.test.ts"),
         spec("docker", "test/e2e/agent-approvals.test.ts"),
+        spec("docker", "test/e2e/jobs.test.ts"),
+        spec("docker", "test/e2e/agents.test.ts"),
       ]),
     ).toEqual([
-      "test/e2e/agent-approvals.test.ts",
       "test/e2e/agents.test.ts",
-      "test/e2e/relay.test.ts",
+      "test/e2e/agent-approvals.test.ts",
       "test/e2e/jobs.test.ts",
+      "test/e2e/relay.test.ts",
     ]);
   });
 
