@@ -7,6 +7,7 @@ import {
   describeVictim,
   MemoryGuard,
   memoryReserve,
+  pickVictim,
 } from "../../container-client/src/runner/memory-guard.js";
 import { parseStatus, readProcesses } from "../../container-client/src/runner/process-table.js";
 import { createLogger } from "../../lib/log.js";
@@ -125,6 +126,22 @@ describe("the memory guard", () => {
     // Its memory is given time to be freed before the next judgement.
     expect(await g.check()).toBeNull();
     expect(killed).toEqual([21]);
+  });
+
+  it("counts a uid's processes together: many small ones do not get another session's agent ended", () => {
+    const spread = [
+      ...Array.from({ length: 8 }, (_, i) => ({
+        pid: 100 + i,
+        ppid: 1,
+        uid: 30003,
+        name: "w",
+        rssBytes: 50 * MiB,
+      })),
+      { pid: 200, ppid: 1, uid: 30004, name: "agent", rssBytes: 300 * MiB },
+      { pid: 7, ppid: 1, uid: 0, name: "runner", rssBytes: 999 * MiB },
+    ];
+    expect(pickVictim(spread, 0)).toMatchObject({ pid: 100, uid: 30003 });
+    expect(pickVictim([{ pid: 7, ppid: 1, uid: 0, name: "runner", rssBytes: MiB }], 0)).toBeNull();
   });
 
   it("has nothing to judge without a limit", async () => {

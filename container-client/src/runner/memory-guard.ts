@@ -4,9 +4,11 @@
  * program, the runner's too — so sustained pressure just under the limit stalls every process
  * in the container, and a runner that misses its pings is dropped by the host with every session
  * of the project. The guard acts first: twice a second it reads the container's working set, and
- * once it comes within a reserve of the limit it ends the process holding the most memory that
- * is not the runner's own (root's), as the kernel would pick it, and tells whose it was. The
- * reserve is the room the runner and the kernel's caches keep.
+ * once it comes within a reserve of the limit it ends the biggest process of the uid (a session's,
+ * or the commands') holding the most memory in all — never the runner's own (root's) — and tells
+ * whose it was. Counting by uid, a session cannot spread its memory over many small processes to
+ * have another session's agent ended in its place. The reserve is the room the runner and the
+ * kernel's caches keep.
  */
 import type { Logger } from "../../../lib/log.js";
 import type { MemoryReading } from "./memory-cgroup.js";
@@ -69,13 +71,7 @@ export class MemoryGuard {
       const reading = await this.#o.read();
       if (reading === null) return null;
       if (reading.workingSetBytes < reading.limitBytes - memoryReserve(reading.limitBytes)) return null;
-      const candidates = (await this.#o.processes()).filter(
-        (p) => p.uid !== this.#o.ownUid && p.rssBytes > 0,
-      );
-      const biggest = candidates.reduce<ProcessInfo | null>(
-        (max, p) => (max === null || p.rssBytes > max.rssBytes ? p : max),
-        null,
-      );
+      const biggest = pickVictim(await this.#o.processes(), this.#o.ownUid);
       if (biggest === null) return null;
       try {
         this.#o.kill(biggest.pid);
@@ -105,6 +101,23 @@ export class MemoryGuard {
       this.#busy = false;
     }
   }
+}
+
+/** The biggest process of the uid holding the most memory in all, never `ownUid`'s; null: none. */
+export function pickVictim(processes: readonly ProcessInfo[], ownUid: number): ProcessInfo | null {
+  const byUid = new Map<number, { total: number; biggest: ProcessInfo }>();
+  for (const p of processes) {
+    if (p.uid === ownUid || p.rssBytes <= 0) continue;
+    const entry = byUid.get(p.uid);
+    if (entry === undefined) byUid.set(p.uid, { total: p.rssBytes, biggest: p });
+    else {
+      entry.total += p.rssBytes;
+      if (p.rssBytes > entry.biggest.rssBytes) entry.biggest = p;
+    }
+  }
+  let chosen: { total: number; biggest: ProcessInfo } | null = null;
+  for (const entry of byUid.values()) if (chosen === null || entry.total > chosen.total) chosen = entry;
+  return chosen?.biggest ?? null;
 }
 
 /** "name (pid N) held 300 MiB of the container's 512 MiB (limits.memory_mb)". */
