@@ -16,21 +16,21 @@
  *
  * The same as `wrangler dev`: the bundle (wrangler's bundler, the console's custom build
  * included), the bindings and compatibility settings, the persistence layout under
- * `--persist-to` (`v3/`, so state carries over between the two), the assets.
+ * `--persist-to` (`v3/`, so state carries over between the two), the assets. The bundle and the
+ * options wrangler derives are made once per content of the sources (scripts/stack/worker-bundle.ts,
+ * kept under `--cache-dir`): a server started again on the same sources does not load wrangler.
  * Variables come from `--env-file` alone (never .dev.vars, never the process environment), over
  * wrangler.toml's `[vars]`.
  *
  * Stops on SIGTERM or SIGINT (Miniflare stops workerd), and exits non-zero when the Worker cannot
  * be bundled or cannot start.
  */
-import { spawnSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Log, LogLevel, Miniflare, type WorkerOptions } from "miniflare";
-import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from "wrangler";
 import { parseEnvFile } from "./env-file.js";
+import { prepareWorker } from "./worker-bundle.js";
 
 const { values } = parseArgs({
   options: {
@@ -38,29 +38,16 @@ const { values } = parseArgs({
     port: { type: "string" },
     "persist-to": { type: "string" },
     "env-file": { type: "string" },
-    "bundle-dir": { type: "string" },
+    "cache-dir": { type: "string" },
   },
   strict: true,
 });
-const { config, port, "persist-to": persistTo, "env-file": envFile, "bundle-dir": bundleDir } = values;
-if (!config || !port || !persistTo || !envFile || !bundleDir) {
+const { config, port, "persist-to": persistTo, "env-file": envFile, "cache-dir": cacheDir } = values;
+if (!config || !port || !persistTo || !envFile || !cacheDir) {
   process.stderr.write(
-    "usage: wrangler-dev-main --config F --port N --persist-to DIR --env-file F --bundle-dir DIR\n",
+    "usage: wrangler-dev-main --config F --port N --persist-to DIR --env-file F --cache-dir DIR\n",
   );
   process.exit(2);
-}
-
-/** `wrangler deploy --dry-run`: the deploy bundle, written to `outDir` (its output shown only on failure). */
-function bundle(outDir: string): void {
-  const cli = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
-  const run = spawnSync(
-    process.execPath,
-    [cli, "deploy", "--dry-run", "--config", config as string, "--outdir", outDir],
-    { encoding: "utf8", env: { ...process.env, WRANGLER_HIDE_BANNER: "true" } },
-  );
-  if (run.status === 0) return;
-  process.stderr.write(`${run.stdout}${run.stderr}`);
-  throw new Error(`wrangler could not bundle the Worker (exit ${run.status ?? run.signal})`);
 }
 
 /** Writes the Worker's console output as it is: one JSON log line per line. */
@@ -69,17 +56,15 @@ function workerOutput({ level, message }: { level: string; message: string }): v
 }
 
 try {
-  bundle(bundleDir);
-  const wrangler = unstable_readConfig({ config });
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
+  const prepared = await prepareWorker(resolve(config), resolve(cacheDir));
   const vars = parseEnvFile(await readFile(envFile, "utf8"));
   const worker = {
-    ...workerOptions,
-    name: wrangler.name,
+    ...prepared.workerOptions,
+    name: prepared.name,
     modules: true,
-    modulesRoot: bundleDir,
-    scriptPath: join(bundleDir, "index.js"),
-    bindings: { ...wrangler.vars, ...vars },
+    modulesRoot: prepared.dir,
+    scriptPath: join(prepared.dir, "index.js"),
+    bindings: { ...prepared.vars, ...vars },
   } as WorkerOptions;
   const mf = new Miniflare({
     host: "127.0.0.1",

@@ -103,8 +103,8 @@ async function startOn(options: WranglerDevOptions, port: number): Promise<Wrang
     "--env-file",
     options.envFile,
     // Rebuilt at every start, next to the state.
-    "--bundle-dir",
-    join(dirname(options.persistTo), "worker-bundle"),
+    "--cache-dir",
+    join(options.repoRoot, ".oubliette", "cache", "worker"),
   ];
   const child = spawnGroup(process.execPath, args, {
     cwd: options.repoRoot,
