@@ -329,6 +329,8 @@ describe("codex launch", () => {
           command: ctx.mcpServer.command,
           args: ctx.mcpServer.args,
           env: ctx.mcpServer.env,
+          // Codex's own default (10 s) was passed on a loaded host: a first turn without our tools.
+          startup_timeout_sec: 120,
           // Codex's own default (60 s) would cut off a caller's answer or a job's wait.
           tool_timeout_sec: 86_400,
         },

@@ -8,7 +8,12 @@
  * keeps it from calling home.
  */
 import { dirname, join } from "node:path";
-import { AGENT_TOOL_CALL_TIMEOUT_MS, type AgentLaunch, type DriverContext } from "./driver.js";
+import {
+  AGENT_MCP_STARTUP_TIMEOUT_MS,
+  AGENT_TOOL_CALL_TIMEOUT_MS,
+  type AgentLaunch,
+  type DriverContext,
+} from "./driver.js";
 import { MODEL_PROVIDER_ID, MODEL_PROVIDER_NAME, MODEL_TOKEN_ENV, openAiBaseUrl } from "./model-endpoint.js";
 import { stringifyToml, type TomlTable } from "./toml.js";
 
@@ -34,7 +39,15 @@ export function codexLaunch(context: DriverContext): AgentLaunch {
     },
     analytics: { enabled: false },
     features: { plugins: false, apps: false },
-    mcp_servers: { [name]: { command, args, env, tool_timeout_sec: AGENT_TOOL_CALL_TIMEOUT_MS / 1000 } },
+    mcp_servers: {
+      [name]: {
+        command,
+        args,
+        env,
+        startup_timeout_sec: AGENT_MCP_STARTUP_TIMEOUT_MS / 1000,
+        tool_timeout_sec: AGENT_TOOL_CALL_TIMEOUT_MS / 1000,
+      },
+    },
     ...(context.approvals === "ask" ? { projects: untrustedProjects(context.cwd) } : {}),
   };
   return {
