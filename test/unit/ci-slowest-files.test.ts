@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clock, failedFiles, fileTimes } from "../../scripts/ci/slowest-files.js";
+import { clock, failedFiles, fileTimes, wholeFileTimes } from "../../scripts/ci/slowest-files.js";
 
 describe("the CI summary", () => {
   it("lists the report's files slowest first, by vitest's own times, relative to the checkout", () => {
@@ -19,6 +19,30 @@ describe("the CI summary", () => {
       { file: "test/e2e/b.test.ts", seconds: 90, tests: 2 },
       { file: "test/unit/a.test.ts", seconds: 0.5, tests: 1 },
       { file: "test/unit/c.test.ts", seconds: 0, tests: 0 },
+    ]);
+  });
+
+  it("takes each file's whole time from the file-times report when there is one, slowest first", () => {
+    const report = {
+      numTotalTests: 3,
+      numPassedTests: 3,
+      numFailedTests: 0,
+      numPendingTests: 0,
+      testResults: [
+        // A file whose beforeAll starts a stack: its tests alone are quick.
+        { name: "/repo/test/e2e/b.test.ts", startTime: 2_000, endTime: 3_000, assertionResults: [{}, {}] },
+        { name: "/repo/test/unit/a.test.ts", startTime: 1_000, endTime: 6_000, assertionResults: [{}] },
+      ],
+    };
+    const times = {
+      files: [
+        { file: "test/unit/a.test.ts", project: "unit", seconds: 5.2, state: "passed" },
+        { file: "test/e2e/b.test.ts", project: "docker", seconds: 14, state: "passed" },
+      ],
+    };
+    expect(wholeFileTimes(times, report, "/repo")).toEqual([
+      { file: "test/e2e/b.test.ts", seconds: 14, tests: 2 },
+      { file: "test/unit/a.test.ts", seconds: 5.2, tests: 1 },
     ]);
   });
 
