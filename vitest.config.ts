@@ -83,6 +83,30 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/workers/**/*.test.ts"],
+          deps: {
+            optimizer: {
+              ssr: {
+                enabled: true,
+                include: [
+                  "@modelcontextprotocol/sdk/types.js",
+                  "zod",
+                  "hono",
+                  "hono/cookie",
+                  "hono/cors",
+                  "hono/factory",
+                  "hono/http-exception",
+                  "jose",
+                  "@cloudflare/workers-oauth-provider",
+                  "@cfworker/json-schema",
+                  "croner",
+                  "picomatch",
+                  "ipaddr.js",
+                  "semver/functions/lt.js",
+                  "semver/functions/valid.js",
+                ],
+              },
+            },
+          },
           maxWorkers: WORKERS,
           sequence: { groupOrder: 1 },
         },
@@ -110,7 +134,7 @@ export default defineConfig({
           hookTimeout: 900_000,
           // Each file starts its own wrangler dev, host-agent and containers: two at a time (three
           // made the agents files, five CLIs each, miss their deadlines on two cores).
-          maxWorkers: 2,
+          maxWorkers: 3,
           sequence: { groupOrder: 3 },
         },
       },

@@ -8,21 +8,26 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /** The longest files, longest first (by `.ci/run`'s report); a path not listed keeps its place. */
 export const LONGEST_FILES = [
-  // docker
-  "test/e2e/fault-soak.test.ts",
-  "test/e2e/agent-lifetime.test.ts",
+  // docker (three run at once: the agents files, five CLIs each, apart; the soak beside waits)
   "test/e2e/agents.test.ts",
-  "test/e2e/agent-approvals.test.ts",
   "test/e2e/resource-limits.test.ts",
-  "test/e2e/host-artefact.test.ts",
-  "test/e2e/control-plane.test.ts",
-  "test/e2e/outage.test.ts",
+  "test/e2e/fault-soak.test.ts",
+  "test/e2e/agent-approvals.test.ts",
+  "test/e2e/agent-lifetime.test.ts",
   "test/e2e/oauth-signin.test.ts",
   "test/e2e/agent-identity.test.ts",
-  "test/e2e/agent-git-push.test.ts",
-  "test/e2e/approvals.test.ts",
-  "test/e2e/jobs.test.ts",
+  "test/e2e/console.test.ts",
+  "test/e2e/outage.test.ts",
+  "test/e2e/control-plane.test.ts",
+  "test/e2e/host-artefact.test.ts",
   "test/e2e/network-gate.test.ts",
+  "test/e2e/approvals.test.ts",
+  "test/e2e/conformance-2026.test.ts",
+  "test/e2e/jobs.test.ts",
+  "test/e2e/agent-git-push.test.ts",
+  "test/e2e/host-restart.test.ts",
+  "test/e2e/host-loss.test.ts",
+  "test/e2e/relay-2026.test.ts",
   // integration
   "test/integration/start-cleanup.test.ts",
   "test/integration/runner.test.ts",
