@@ -132,8 +132,9 @@ export default defineConfig({
           testTimeout: 120_000,
           // Some files build images of their own in beforeAll (a bare machine's first run takes long).
           hookTimeout: 900_000,
-          // Each file starts its own wrangler dev, host-agent and containers: two at a time (three
-          // made the agents files, five CLIs each, miss their deadlines on two cores).
+          // Each file starts its own Worker server, host-agent and containers, and mostly waits on
+          // them: three at a time keep two cores ~93 % busy (two: 82 %). The agents files (five
+          // CLIs each) start apart (test/support/sequencer.ts).
           maxWorkers: 3,
           sequence: { groupOrder: 3 },
         },
