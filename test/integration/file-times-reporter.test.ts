@@ -5,8 +5,8 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startVitest } from "vitest/node";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { startVitest } from "vitest/node";
 import { FileTimesFileSchema } from "../../scripts/ci/file-times.js";
 import FileTimesReporter from "../support/file-times-reporter.js";
 
@@ -25,16 +25,12 @@ it("writes each file's whole time, its beforeAll included", async () => {
   const previous = process.env.OUBLIETTE_FILE_TIMES;
   process.env.OUBLIETTE_FILE_TIMES = output;
   try {
-    const vitest = await startVitest(
-      "test",
-      ["test/fixtures/file-times/slow-hook.test.ts"],
-      {
-        watch: false,
-        config: false,
-        include: ["test/fixtures/file-times/*.test.ts"],
-        reporters: [new FileTimesReporter()],
-      },
-    );
+    const vitest = await startVitest("test", ["test/fixtures/file-times/slow-hook.test.ts"], {
+      watch: false,
+      config: false,
+      include: ["test/fixtures/file-times/*.test.ts"],
+      reporters: [new FileTimesReporter()],
+    });
     await vitest.close();
   } finally {
     if (previous === undefined) delete process.env.OUBLIETTE_FILE_TIMES;
@@ -42,6 +38,9 @@ it("writes each file's whole time, its beforeAll included", async () => {
   }
   const times = FileTimesFileSchema.parse(JSON.parse(await readFile(output, "utf8")));
   expect(times.files).toHaveLength(1);
-  expect(times.files[0]).toMatchObject({ file: "test/fixtures/file-times/slow-hook.test.ts", state: "passed" });
+  expect(times.files[0]).toMatchObject({
+    file: "test/fixtures/file-times/slow-hook.test.ts",
+    state: "passed",
+  });
   expect(times.files[0]?.seconds).toBeGreaterThanOrEqual(0.6);
 });
