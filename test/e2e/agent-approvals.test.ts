@@ -26,6 +26,7 @@ import { dockerContext } from "../support/docker-context.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
+import { failureReport } from "./agent-failure-report.js";
 
 type ApprovalRequestEvent = Extract<SessionEvent, { type: "approval_request" }>;
 
@@ -238,7 +239,15 @@ describe.concurrent.each(runtimes)("approvals with the %s runtime", (runtime) =>
     sessionId = spawned.session_id;
   }, 180_000);
 
-  afterEach(() => {
+  afterEach((context) => {
+    if (context.task.result?.state === "fail")
+      process.stderr.write(
+        `${failureReport(
+          `${runtime}, "${context.task.name}"`,
+          model.requests,
+          caller.events.filter((e) => e.session_id === sessionId),
+        )}\n`,
+      );
     const left = model.remaining;
     model.reset();
     expect(left, "scripted replies the CLI never asked for").toBe(0);

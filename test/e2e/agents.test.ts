@@ -28,6 +28,7 @@ import { dockerContext } from "../support/docker-context.js";
 import { containerProcesses, envValue, execAs, projectContainer } from "../support/docker-exec.js";
 import { TestStack } from "../support/stack.js";
 import { runtimeOfRequest } from "./agent-cli.js";
+import { failureReport } from "./agent-failure-report.js";
 
 const HOST_KEY = "sk-oubliette-e2e-host-key-0123456789abcdef";
 const LOOKUP = {
@@ -210,7 +211,15 @@ describe.concurrent.each(runtimes)("the %s runtime", (runtime) => {
     registry = await startNpmRegistry();
   });
 
-  afterEach(() => {
+  afterEach((context) => {
+    if (context.task.result?.state === "fail")
+      process.stderr.write(
+        `${failureReport(
+          `${runtime}, "${context.task.name}"`,
+          model.requests,
+          caller.events.filter((e) => e.session_id === sessionId),
+        )}\n`,
+      );
     // A step left over would answer the next test's turn: drop it, and say this test left one.
     const left = model.remaining;
     model.reset();
