@@ -399,6 +399,7 @@ describe("formatFindings", () => {
   it("reports every check, in a fixed order, within the time bound", async () => {
     const findings = await runDoctor(input());
     expect(findings.map((f) => f.check)).toEqual([
+      "node",
       "docker",
       "docker-network",
       "worker",

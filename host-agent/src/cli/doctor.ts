@@ -10,6 +10,7 @@ import { checkDataDir, checkSocketDir } from "./doctor-checks/directories.js";
 import { checkDockerEngine, checkDockerNetwork } from "./doctor-checks/docker.js";
 import { type DoctorFinding, errorText, seconds, timed } from "./doctor-checks/finding.js";
 import { checkHostToken } from "./doctor-checks/host-token.js";
+import { checkNodeVersion } from "./doctor-checks/node-version.js";
 import { checkGitCredentials, checkModelKeys } from "./doctor-checks/secret-files.js";
 import { checkWorkerHealth } from "./doctor-checks/worker-health.js";
 
@@ -37,6 +38,8 @@ export interface DoctorInput {
   env?: NodeJS.ProcessEnv;
   /** Each check's time to answer (default 5 s). */
   timeoutMs?: number;
+  /** The Node version and the day it is checked on (default: this process's, today). */
+  node?: { version: string; today: Date };
 }
 
 interface Engine {
@@ -142,7 +145,9 @@ export async function runDoctor(input: DoctorInput): Promise<DoctorFinding[]> {
       detail: `no answer from the filesystem within ${seconds(timeoutMs)}`,
       fix: "a network filesystem may hang: check the mount",
     });
+  const node = input.node ?? { version: process.versions.node, today: new Date() };
   const groups = await Promise.all([
+    [checkNodeVersion(node.version, node.today)],
     dockerFindings(input, timeoutMs, env),
     workerFindings(input, timeoutMs),
     Promise.all([
@@ -163,12 +168,13 @@ function printable(text: string): string {
   return text.replace(CONTROL, " ");
 }
 
-/** One line per finding (✓ or ✗), and under a failure its fix, indented. No trailing newline. */
+/** One line per finding (✓, ! or ✗), and under a failure or warning its fix, indented. No trailing newline. */
 export function formatFindings(findings: readonly DoctorFinding[]): string {
   const lines: string[] = [];
   for (const finding of findings) {
-    lines.push(`${finding.ok ? "✓" : "✗"} ${finding.check}: ${printable(finding.detail)}`);
-    if (!finding.ok && finding.fix !== undefined)
+    const mark = !finding.ok ? "✗" : finding.warning ? "!" : "✓";
+    lines.push(`${mark} ${finding.check}: ${printable(finding.detail)}`);
+    if ((!finding.ok || finding.warning) && finding.fix !== undefined)
       for (const line of finding.fix.split("\n")) lines.push(`    ${printable(line)}`);
   }
   return lines.join("\n");

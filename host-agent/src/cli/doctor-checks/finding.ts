@@ -8,9 +8,11 @@ export interface DoctorFinding {
   /** Which check (stable: `docker`, `worker`, `host-token`, …). */
   check: string;
   ok: boolean;
+  /** Works, but should be seen to (printed with `!` and its fix; doctor still succeeds). */
+  warning?: boolean;
   /** What was found, for a person; never a secret. */
   detail: string;
-  /** What to do about a failure. */
+  /** What to do about a failure or a warning. */
   fix?: string;
 }
 
