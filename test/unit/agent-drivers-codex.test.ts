@@ -18,6 +18,13 @@ const MESSAGES = ["Please CALL_TOOL echo", "Now a SLOW answer", "after the inter
 
 const context = () => testContext({ runtime: "codex", model: "gpt-5", command: ["/opt/agents/codex/codex"] });
 
+/** Codex's report that the MCP server `name` started (or did not). */
+const serverStatus = (name: string, status: "starting" | "ready" | "failed", error?: string) =>
+  JSON.stringify({
+    method: "mcpServer/startupStatus/updated",
+    params: { threadId: "thr_1", name, status, error: error ?? null },
+  });
+
 /** The recorder named itself differently in `initialize`; the rest of each line must match. */
 const withoutClientInfo = (value: unknown): unknown =>
   JSON.parse(JSON.stringify(value).replace(/"clientInfo":\{[^}]*\}/, '"clientInfo":{}'));
@@ -30,18 +37,25 @@ function handshake(driver: AgentDriver): string[] {
   ).write;
   const threadStart = JSON.parse(afterInit[1] as string) as { id: number };
   const ready = driver.read(JSON.stringify({ id: threadStart.id, result: { thread: { id: "thr_1" } } }));
-  return ready.write;
+  return [...ready.write, ...driver.read(serverStatus("oubliette", "ready")).write];
 }
 
 const line = (value: unknown) => JSON.stringify(value);
 
 describe("codex driver, replaying a recorded app-server session", () => {
+  // The recording's MCP server is `echo`; its first turn went out before `echo` was ready, which
+  // the driver now waits for.
   const recorded = () =>
-    replay(codexDriver(context()), loadStream(RECORDING), {
-      messages: MESSAGES,
-      interruptMethod: "turn/interrupt",
-      normalise: withoutClientInfo,
-    });
+    replay(
+      codexDriver({ ...context(), mcpServer: { ...context().mcpServer, name: "echo" } }),
+      loadStream(RECORDING),
+      {
+        messages: MESSAGES,
+        interruptMethod: "turn/interrupt",
+        normalise: withoutClientInfo,
+        held: (sent) => (JSON.parse(sent) as { method?: string }).method === "turn/start",
+      },
+    );
   let events: AgentEventBody[] = [];
   beforeAll(() => {
     events = recorded().events;
@@ -104,6 +118,44 @@ describe("codex driver, replaying a recorded app-server session", () => {
 });
 
 describe("codex driver", () => {
+  it("starts no turn until Codex has started Oubliette's MCP server, or given up on it", () => {
+    for (const outcome of ["ready", "failed"] as const) {
+      const driver = codexDriver(context());
+      const [initialize] = driver.start();
+      const thread = driver.read(line({ id: JSON.parse(initialize as string).id, result: {} })).write[1];
+      expect(driver.send(1, "first")).toEqual([]);
+      const started = driver.read(
+        line({ id: JSON.parse(thread as string).id, result: { thread: { id: "thr_1" } } }),
+      );
+      expect(started.write, "the thread exists, the server does not yet").toEqual([]);
+      expect(driver.read(serverStatus("oubliette", "starting")).write).toEqual([]);
+      // Another server of the agent's own settling changes nothing.
+      expect(driver.read(serverStatus("other", "ready")).write).toEqual([]);
+      const settled = driver.read(
+        serverStatus("oubliette", outcome, outcome === "failed" ? "timed out" : undefined),
+      );
+      expect(parsed(settled.write).map((m) => m.method)).toEqual(["turn/start"]);
+      if (outcome === "failed")
+        expect(settled.events).toEqual([
+          { type: "error", message: "MCP server oubliette failed to start: timed out" },
+        ]);
+      // Said again, it starts nothing more.
+      expect(driver.read(serverStatus("oubliette", "ready")).write).toEqual([]);
+    }
+  });
+
+  it("starts the first turn when the server was ready before the thread answered", () => {
+    const driver = codexDriver(context());
+    const [initialize] = driver.start();
+    const thread = driver.read(line({ id: JSON.parse(initialize as string).id, result: {} })).write[1];
+    driver.send(1, "first");
+    expect(driver.read(serverStatus("oubliette", "ready")).write).toEqual([]);
+    const started = driver.read(
+      line({ id: JSON.parse(thread as string).id, result: { thread: { id: "thr_1" } } }),
+    );
+    expect(parsed(started.write).map((m) => m.method)).toEqual(["turn/start"]);
+  });
+
   it("holds messages until the thread exists, then sends one turn at a time", () => {
     const driver = codexDriver(context());
     expect(driver.send(1, "first")).toEqual([]);
@@ -329,7 +381,7 @@ describe("codex launch", () => {
           command: ctx.mcpServer.command,
           args: ctx.mcpServer.args,
           env: ctx.mcpServer.env,
-          // Codex's own default (10 s) was passed on a loaded host: a first turn without our tools.
+          // Codex's own default (10 s) is shorter than the first listing may take (15 s).
           startup_timeout_sec: 120,
           // Codex's own default (60 s) would cut off a caller's answer or a job's wait.
           tool_timeout_sec: 86_400,
@@ -378,7 +430,10 @@ describe("codex driver after a crash", () => {
     expect(ready.events).toMatchObject([
       { type: "system", subtype: "init", data: { thread_id: "thr_9", resumed: true } },
     ]);
-    expect(parsed(ready.write)[0]).toMatchObject({ method: "turn/start", params: { threadId: "thr_9" } });
+    // The new process starts its MCP servers again: the turn waits for Oubliette's.
+    expect(ready.write).toEqual([]);
+    const served = driver.read(serverStatus("oubliette", "ready"));
+    expect(parsed(served.write)[0]).toMatchObject({ method: "turn/start", params: { threadId: "thr_9" } });
     expect(driver.conversationId?.()).toBe("thr_9");
   });
 });

@@ -45,6 +45,11 @@ class CodexDriver extends RpcDriver {
   /** The id of the turn in flight, once Codex has said it. */
   #turnId: string | undefined;
   #interruptWanted = false;
+  /** The thread exists (thread/start or thread/resume answered). */
+  #threadReady = false;
+  /** Codex said Oubliette's MCP server is ready, or that it failed to start. */
+  #serverSettled = false;
+  #opened = false;
   /** In ask mode: Codex's permission questions, put to the session. */
   readonly #permissions: CodexPermissions | undefined;
 
@@ -132,7 +137,8 @@ class CodexDriver extends RpcDriver {
           ...(thread.data.model ? { model: thread.data.model } : {}),
           ...(method === "thread/resume" ? { resumed: true } : {}),
         };
-        return output([{ type: "system", subtype: "init", data }], this.turns.open());
+        this.#threadReady = true;
+        return output([{ type: "system", subtype: "init", data }], this.#openWhenReady());
       }
       case "turn/start":
         return output([], this.#learnTurn(result));
@@ -175,13 +181,29 @@ class CodexDriver extends RpcDriver {
       }
       case "mcpServer/startupStatus/updated": {
         const status = McpStartupSchema.safeParse(params).data;
-        if (status?.status !== "failed") return NOTHING;
+        if (status === undefined) return NOTHING;
+        const settled = status.status === "ready" || status.status === "failed";
+        if (settled && status.name === this.context.mcpServer.name) this.#serverSettled = true;
+        const write = settled ? this.#openWhenReady() : [];
+        if (status.status !== "failed") return output([], write);
         const why = status.error ? `: ${status.error}` : "";
-        return output([{ type: "error", message: `MCP server ${status.name} failed to start${why}` }]);
+        return output([{ type: "error", message: `MCP server ${status.name} failed to start${why}` }], write);
       }
       default:
         return NOTHING;
     }
+  }
+
+  /**
+   * Turns start once the thread exists and Codex has started Oubliette's MCP server (or given up
+   * on it): Codex does not wait for its MCP servers before a turn, so on a loaded host a first
+   * turn went to the model without Oubliette's tools or the caller's. Codex reports every
+   * server's start as ready or failed (failed at its startup timeout at the latest).
+   */
+  #openWhenReady(): string[] {
+    if (!this.#threadReady || !this.#serverSettled || this.#opened) return [];
+    this.#opened = true;
+    return this.turns.open();
   }
 
   protected turnEnding(): AgentEventBody[] {

@@ -27,10 +27,9 @@ export interface McpServerSpec {
 export const AGENT_TOOL_CALL_TIMEOUT_MS = 24 * 60 * 60_000;
 
 /**
- * How long an agent waits for the container-client's MCP server to start and list its tools
- * before it goes on without them, where its config can say so. Codex's default (10 s) was passed
- * on a loaded two-core host with several agents starting at once: its first turn went to the
- * model without Oubliette's tools or the caller's.
+ * How long an agent gives the container-client's MCP server to start and list its tools before it
+ * counts it failed, where its config can say so. The first listing waits up to 15 s for the
+ * caller's and Oubliette's tools (first-listing.ts), past Codex's default of 10 s on a loaded host.
  */
 export const AGENT_MCP_STARTUP_TIMEOUT_MS = 120_000;
 
