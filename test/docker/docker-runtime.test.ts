@@ -119,8 +119,9 @@ async function report(name: string, timeoutMs = 20_000): Promise<Record<string, 
   return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
 }
 
+/** Writes a report whole: to a file of its own, renamed into place (the test polls for the name). */
 const writeReport = (name: string, expression: string) =>
-  `require("node:fs").writeFileSync("/mcp/${name}.json", JSON.stringify(${expression}));`;
+  `require("node:fs").writeFileSync("/mcp/${name}.json.part", JSON.stringify(${expression})); require("node:fs").renameSync("/mcp/${name}.json.part", "/mcp/${name}.json");`;
 
 describe("DockerRuntime", () => {
   it("runs the runner without network, as root with only SETUID, SETGID and KILL, on a read-only root, in /workspace, with the socket path, secret and env it was given", async () => {

@@ -50,8 +50,11 @@ async function report(name: string): Promise<Record<string, string>> {
   return JSON.parse(readFileSync(path, "utf8")) as Record<string, string>;
 }
 
-const writeReport = (name: string, expression: string) =>
-  `require("node:fs").writeFileSync(${JSON.stringify(join(socketDir, `${name}.json`))}, JSON.stringify(${expression}));`;
+/** Writes a report whole: to a file of its own, renamed into place (the test polls for the name). */
+const writeReport = (name: string, expression: string) => {
+  const path = join(socketDir, `${name}.json`);
+  return `require("node:fs").writeFileSync(${JSON.stringify(`${path}.part`)}, JSON.stringify(${expression})); require("node:fs").renameSync(${JSON.stringify(`${path}.part`)}, ${JSON.stringify(path)});`;
+};
 
 describe("ProcessRuntime", () => {
   it("gives the runner the project's socket, secret, agent command and env, and none of our secrets", async () => {
