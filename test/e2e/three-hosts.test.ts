@@ -41,7 +41,9 @@ beforeAll(async () => {
       await stack.addHost({
         runtime: "docker",
         image: dockerContext().droidImage,
-        heartbeatMs: 500,
+        // The faults close the tunnel's sockets, so they are seen at once; the heartbeat only finds a
+        // silent peer, and a tighter one mistakes a loaded machine's pause for a dead tunnel.
+        heartbeatMs: 2_000,
         reconnectMaxMs: 1_000,
       }),
     );

@@ -22,7 +22,9 @@ beforeAll(async () => {
     runtime: "docker",
     image: dockerContext().droidImage,
     workerUrl: proxy.url,
-    heartbeatMs: 500,
+    // The faults close the tunnel's sockets, so they are seen at once; the heartbeat only finds a
+    // silent peer, and a tighter one mistakes a loaded machine's pause for a dead tunnel.
+    heartbeatMs: 2_000,
     // Each test cuts the network again; keep the backoff from growing past the tests' patience.
     reconnectMaxMs: 1_000,
   });

@@ -332,6 +332,26 @@ describe("runner", () => {
     expect(readyPids()).toHaveLength(4);
   }, 60_000);
 
+  it("an agent that cannot start: its refusal and its failed event say the same, in one wording", async () => {
+    const side = new HostSide(path);
+    host = side;
+    await side.start();
+    runner = startRunner({ [AgentEnv.agentCommand]: JSON.stringify([join(dir, "no-such-agent")]) });
+    await until(() => side.hellos.length === 1, "the runner's hello");
+    const refusal = await side.startAgent(A).then(
+      () => "started",
+      (err: Error) => err.message,
+    );
+    expect(refusal).toMatch(/^the agent could not start: .*no-such-agent/);
+    await until(
+      () => side.of(A).some((e) => e.type === "droid_status" && e.status === "failed"),
+      "a's failure",
+    );
+    const failed = side.of(A).find((e) => e.type === "droid_status" && e.status === "failed");
+    // The host ends the session on whichever it hears first: both must give the same reason.
+    expect(failed?.type === "droid_status" ? failed.message : "").toBe(refusal);
+  }, 30_000);
+
   it("stops one agent when asked and forwards agents' stderr, prefixed by session, to its own", async () => {
     // At info the agents' container-clients log their connection on stderr.
     const side = await twoAgents({ OUBLIETTE_LOG_LEVEL: "info" });

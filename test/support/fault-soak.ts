@@ -62,7 +62,9 @@ export async function runFaultSoak(options: SoakOptions): Promise<SoakTally> {
       runtime: options.runtime,
       image: options.image,
       workerUrl: proxy.url,
-      heartbeatMs: 500,
+      // The faults close the tunnel's sockets, so they are seen at once; the heartbeat only finds a
+      // silent peer, and a tighter one mistakes a loaded machine's pause for a dead tunnel.
+      heartbeatMs: 2_000,
       reconnectMaxMs: 1_000,
     });
     caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken, "soak-caller", {

@@ -168,11 +168,13 @@ export class AgentSlot {
       },
       (err: Error) => {
         this.#starting = null;
-        this.#finish(
-          { exitCode: null, signal: null },
-          { type: "droid_status", status: "failed", message: err.message },
-        );
-        throw new RpcError(RpcErrorCode.ServerError, err.message, { reason: "runtime_error" });
+        // One wording for the event and the answer: the host ends the session on whichever comes first.
+        const message = `the agent could not start: ${err.message}`;
+        this.#finish({ exitCode: null, signal: null }, { type: "droid_status", status: "failed", message });
+        // A refusal with its own reason (a workspace hazard: unsupported) keeps it.
+        const data =
+          err instanceof RpcError && err.data !== undefined ? err.data : { reason: "runtime_error" };
+        throw new RpcError(RpcErrorCode.ServerError, message, data);
       },
     );
     return this.#starting;

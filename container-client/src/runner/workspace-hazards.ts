@@ -48,7 +48,7 @@ export function refuseHazards(runtime: string, cwd: string, hazards: readonly Wo
   if (found.length === 0) return;
   throw new RpcError(
     RpcErrorCode.ServerError,
-    `the ${runtime} agent is not started: its session's approval policy asks, but the workspace holds ` +
+    `its session's approval policy asks, but the workspace holds ` +
       `settings ${runtime} would obey without asking, which it has no switch to ignore — ${found.join("; ")}. ` +
       "Remove them from the workspace, or run the session with another agent",
     { reason: "unsupported" },

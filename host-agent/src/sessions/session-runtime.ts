@@ -5,6 +5,7 @@ import type { AgentRuntime } from "../../../protocol/agent-runtimes.js";
 import type { ApprovalDecision } from "../../../protocol/approvals.js";
 import type { CallerToolsConfig } from "../../../protocol/caller-tools.js";
 import type { JsonObject, JsonValue } from "../../../protocol/json.js";
+import { RpcError, RpcErrorCode } from "../../../protocol/rpc/errors.js";
 import type { RequestMethod } from "../../../protocol/rpc/method.js";
 import type { SetupEvent } from "../../../protocol/setup.js";
 import type { AgentStartParams, ApprovalParams } from "../../../protocol/socket.js";
@@ -210,7 +211,10 @@ export class SessionRuntime {
           this.#agentStarted(false);
           const message = err instanceof Error ? err.message : String(err);
           this.#log.error({ err: message }, "the agent did not start");
-          void this.end(err instanceof HostError ? message : `the agent could not start: ${message}`);
+          // The runner's refusal and the host's own say why in full; anything else (no runner) is named here.
+          const said =
+            err instanceof HostError || (err instanceof RpcError && err.code === RpcErrorCode.ServerError);
+          void this.end(said ? message : `the agent could not start: ${message}`);
         },
       );
   }
@@ -268,7 +272,7 @@ export class SessionRuntime {
         this.#endSeq = event.seq;
         this.#endReason =
           event.status === "failed"
-            ? `the agent could not start: ${event.message ?? "unknown error"}`
+            ? (event.message ?? "the agent failed")
             : exitReason(event.exit_code ?? null);
       }
     }
