@@ -2,7 +2,7 @@
  * Test projects, run one group after another, cheapest first (the longest files of each first:
  * test/support/sequencer.ts):
  * - unit: pure functions and in-process pairs;
- * - workers: Durable Objects and routes inside workerd (@cloudflare/vitest-pool-workers);
+ * - workers: Durable Objects and routes inside workerd (@cloudflare/vitest-plugin);
  * - integration: real processes and sockets, no Docker (container-client, scripted droid);
  * - docker: a real Docker Engine (started, or on a bare CI machine installed, by the global
  *   setup, which prepares the engine and the images while the projects before it run; if it
@@ -12,7 +12,7 @@
  * processes (workerd, wrangler, containers), so two keep a two-core machine busy.
  */
 import { availableParallelism } from "node:os";
-import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { buildConsole } from "./scripts/build-console.js";
 import LongestFirstSequencer from "./test/support/sequencer.js";
@@ -83,6 +83,8 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/workers/**/*.test.ts"],
+          // A file's first test loads the Worker's modules into workerd (a few seconds on two busy cores).
+          testTimeout: 15_000,
           deps: {
             optimizer: {
               ssr: {

@@ -3,23 +3,23 @@
  * the same program `npx wrangler` runs, without npx's lookup and warnings.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { constants } from "node:os";
-import { dirname, join } from "node:path";
-import { z } from "zod";
+import { WRANGLER_PACKAGE_JSON, wranglerBin, wranglerPackage } from "../stack/wrangler-bin.js";
 import { DeployError } from "./errors.js";
 import { listingFromFailure, parseSecretList, type SecretListing } from "./secret-listing.js";
 
-const require = createRequire(import.meta.url);
-const packageJson = require.resolve("wrangler/package.json");
-const WRANGLER_BIN = join(dirname(packageJson), "bin", "wrangler.js");
+const WRANGLER_BIN = wranglerBin();
 
 /** wrangler's version, as the deploy checks compare it (automatic provisioning). */
 export function wranglerVersion(): string {
-  const parsed = z.object({ version: z.string() }).safeParse(JSON.parse(readFileSync(packageJson, "utf8")));
-  if (!parsed.success) throw new DeployError("wrangler_unavailable", `${packageJson} has no version`);
-  return parsed.data.version;
+  try {
+    return wranglerPackage().version;
+  } catch (err) {
+    throw new DeployError(
+      "wrangler_unavailable",
+      `${WRANGLER_PACKAGE_JSON} names no version or program: ${(err as Error).message}`,
+    );
+  }
 }
 
 /** How long the secret listing may take: it is one API call, but a black-holed network never answers. */

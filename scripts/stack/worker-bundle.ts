@@ -16,8 +16,8 @@ import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { dirname, join, relative, sep } from "node:path";
+import { wranglerBin } from "./wrangler-bin.js";
 
 /** What a bundle is made of, relative to the directory of wrangler.toml. */
 export const WORKER_INPUTS = [
@@ -151,10 +151,9 @@ function assetsPresent(prepared: PreparedWorker): boolean {
 
 /** `wrangler deploy --dry-run`: the deploy bundle, written to `outDir` (its output shown only on failure). */
 function bundle(config: string, outDir: string): void {
-  const cli = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
   const run = spawnSync(
     process.execPath,
-    [cli, "deploy", "--dry-run", "--config", config, "--outdir", outDir],
+    [wranglerBin(), "deploy", "--dry-run", "--config", config, "--outdir", outDir],
     { encoding: "utf8", env: { ...process.env, WRANGLER_HIDE_BANNER: "true" } },
   );
   if (run.status === 0) return;

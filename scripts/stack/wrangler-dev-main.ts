@@ -28,7 +28,7 @@
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { Log, LogLevel, Miniflare, type WorkerOptions } from "miniflare";
+import { convertV4MiniflareOptions, Log, LogLevel, Miniflare, type V4WorkerOptions } from "miniflare";
 import { parseEnvFile } from "./env-file.js";
 import { prepareWorker } from "./worker-bundle.js";
 
@@ -58,18 +58,22 @@ function workerOutput({ level, message }: { level: string; message: string }): v
 try {
   const prepared = await prepareWorker(resolve(config), resolve(cacheDir));
   const vars = parseEnvFile(await readFile(envFile, "utf8"));
+  // The bundle is one ES module with nothing beside it to import, so the rules for finding other
+  // modules by name (which Miniflare's conversion refuses) have nothing to do.
+  const { modulesRules: _unused, ...derived } = prepared.workerOptions;
   const worker = {
-    ...prepared.workerOptions,
+    ...derived,
     name: prepared.name,
     modules: true,
     modulesRoot: prepared.dir,
     scriptPath: join(prepared.dir, "index.js"),
     bindings: { ...prepared.vars, ...vars },
-  } as WorkerOptions;
-  const mf = new Miniflare({
+  } as V4WorkerOptions;
+  // wrangler derives its options in Miniflare's v4 shape, as `wrangler dev` does; Miniflare converts them.
+  const options = convertV4MiniflareOptions({
     host: "127.0.0.1",
     port: Number(port),
-    defaultPersistRoot: resolve(persistTo, "v3"),
+    resourcePersistencePath: resolve(persistTo, "v3"),
     // The placeholder `request.cf` (the real one is fetched from Cloudflare, and tests are offline).
     cf: false,
     logRequests: false,
@@ -77,6 +81,7 @@ try {
     handleStructuredLogs: workerOutput,
     workers: [worker],
   });
+  const mf = new Miniflare(options);
   let stopping = false;
   const stop = () => {
     if (stopping) return;

@@ -595,6 +595,7 @@ describe("bad input, each refused with nothing granted", () => {
         .locator("input[name=scope]")
         .evaluateAll((boxes) => boxes.map((b) => (b as unknown as { value: string }).value));
       expect(offered).toEqual([`project:${project}:ro`]);
+      // biome-ignore lint/performance/useDomNodeTextContent: the text a person sees on the page, as Playwright renders it
       expect(await page.locator("body").innerText()).toContain("admin:ro");
       // A forged form asking for admin.
       await page.evaluate(
@@ -602,6 +603,7 @@ describe("bad input, each refused with nothing granted", () => {
       );
       await page.click("button[value=approve]");
       await page.getByText("cannot grant admin").waitFor();
+      // biome-ignore lint/performance/useDomNodeTextContent: the text a person sees on the page, as Playwright renders it
       expect(await page.locator("body").innerText()).toContain("cannot grant admin");
       // The consent POST, without the handle the page carried (as a cross-site form would send it).
       const forged = await context.request.post(`${origin}/oauth/authorize`, {

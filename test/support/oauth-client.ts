@@ -107,6 +107,7 @@ export async function authorizeInBrowser(
 }
 
 async function bodyText(page: Page): Promise<string> {
+  // biome-ignore lint/performance/useDomNodeTextContent: the text a person sees on the page, as Playwright renders it
   return (await page.locator("body").innerText()).replace(/\s+/g, " ");
 }
 

@@ -4,7 +4,8 @@
  * earlier alarm standing without asking the others; anything due sooner moves it. Run on a real
  * Durable Object's alarm.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createLog } from "../../worker/src/log.js";
 import { AlarmSchedule } from "../../worker/src/objects/alarm-schedule.js";

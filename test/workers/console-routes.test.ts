@@ -3,7 +3,7 @@
  * cookie), the page's security headers, and its JSON API — MCP's own tool dispatcher behind a
  * CSRF check, refused without a sign-in, and closed to a revoked token.
  */
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { BASE } from "./support/frame-socket.js";
 import { callTool, initialize } from "./support/mcp.js";
@@ -37,7 +37,7 @@ function keep(browser: Browser, response: Response): void {
 async function fetchAs(browser: Browser, path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set("cookie", cookieHeader(browser));
-  const response = await SELF.fetch(`${BASE}${path}`, { ...init, headers, redirect: "manual" });
+  const response = await exports.default.fetch(`${BASE}${path}`, { ...init, headers, redirect: "manual" });
   keep(browser, response);
   return response;
 }
@@ -116,7 +116,7 @@ describe("the console", () => {
   });
 
   it("describes a tool action's arguments from its definition, for the page's forms", async () => {
-    expect((await SELF.fetch(`${BASE}/console/api/schema/token/create`)).status).toBe(401);
+    expect((await exports.default.fetch(`${BASE}/console/api/schema/token/create`)).status).toBe(401);
     const session = await signIn(ADMIN_TOKEN);
     const schema = (await (await fetchAs(session.browser, "/console/api/schema/token/create")).json()) as {
       properties: Record<string, unknown>;
@@ -182,7 +182,7 @@ describe("the console", () => {
   });
 
   it("answers 401 without a sign-in, and after the token is revoked", async () => {
-    const anonymous = await SELF.fetch(`${BASE}/console/api/me`);
+    const anonymous = await exports.default.fetch(`${BASE}/console/api/me`);
     expect(anonymous.status).toBe(401);
     const created = (await adminCall("token", {
       action: "create",
@@ -214,7 +214,7 @@ describe("the console", () => {
     expect(out.status).toBe(303);
     expect((await fetchAs(session.browser, "/console/api/me")).status).toBe(401);
     // The old cookie value no longer signs anyone in either.
-    const replay = await SELF.fetch(`${BASE}/console/api/me`, {
+    const replay = await exports.default.fetch(`${BASE}/console/api/me`, {
       headers: { cookie: `oub-signin=${signinValue}` },
     });
     expect(replay.status).toBe(401);

@@ -5,8 +5,7 @@
  * the console API), another session's object refuses it with -32001, and a key the caller passed
  * (`oubliette_api_key`) stays the caller's own and keeps working everywhere.
  */
-import { SELF } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { RpcErrorCode } from "../../protocol/rpc/errors.js";
@@ -98,10 +97,10 @@ describe("a session's minted key, on the public routes", () => {
   it("is refused on /v1: its own session's event stream and /v1/hosts/self", async () => {
     const s = await keyedSession("project:ro");
     const headers = { authorization: `Bearer ${s.key}` };
-    const events = await SELF.fetch(`${BASE}/v1/sessions/${s.sessionId}/events`, { headers });
+    const events = await exports.default.fetch(`${BASE}/v1/sessions/${s.sessionId}/events`, { headers });
     expect(events.headers.get("www-authenticate")).toContain('error="invalid_token"');
     await expectRefused(events, reasonFor(s.sessionId));
-    const hostSelf = await SELF.fetch(`${BASE}/v1/hosts/self`, { headers });
+    const hostSelf = await exports.default.fetch(`${BASE}/v1/hosts/self`, { headers });
     expect(hostSelf.headers.get("www-authenticate")).toBe('Bearer realm="oubliette"');
     await expectRefused(hostSelf, reasonFor(s.sessionId));
   });
@@ -109,13 +108,13 @@ describe("a session's minted key, on the public routes", () => {
   it("signs nobody in to the console or an app, and a sign-in made with it opens no console API", async () => {
     const s = await keyedSession();
     // The sign-in form (the console's, and OAuth's "sign in with a token").
-    const page = await SELF.fetch(`${BASE}/`);
+    const page = await exports.default.fetch(`${BASE}/`);
     const csrf = /name="csrf" value="([0-9a-f]+)"/.exec(await page.text())?.[1] ?? "";
     const csrfCookie = page.headers
       .getSetCookie()
       .find((line) => line.includes("csrf="))
       ?.split(";")[0];
-    const signIn = await SELF.fetch(`${BASE}/oauth/sign-in`, {
+    const signIn = await exports.default.fetch(`${BASE}/oauth/sign-in`, {
       method: "POST",
       redirect: "manual",
       headers: {
@@ -139,7 +138,7 @@ describe("a session's minted key, on the public routes", () => {
     await objects
       .tokens(env)
       .createSignin(await sha256Hex(value), { tokenId, issued: true, expiresAt: Date.now() + 60_000 });
-    const me = await SELF.fetch(`${BASE}/console/api/me`, {
+    const me = await exports.default.fetch(`${BASE}/console/api/me`, {
       headers: { cookie: `__Host-oub-signin=${value}` },
     });
     await expectRefused(me, reasonFor(s.sessionId));

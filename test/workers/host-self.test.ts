@@ -2,7 +2,7 @@
  * `GET /v1/hosts/self` against the real Worker: what it makes of a host token (the shared one,
  * an enrolled one bound to its host id, a revoked one) and of tokens that are not host tokens.
  */
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { HOST_SELF_PATH, HostSelfSchema } from "../../protocol/host-self.js";
@@ -14,7 +14,7 @@ import { ADMIN_TOKEN, HOST_TOKEN, READER_TOKEN, UNKNOWN_TOKEN } from "./support/
 const ErrorBodySchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 
 function hostSelf(token: string | null, headers: Record<string, string> = {}): Promise<Response> {
-  return SELF.fetch(`${BASE}${HOST_SELF_PATH}`, {
+  return exports.default.fetch(`${BASE}${HOST_SELF_PATH}`, {
     headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...headers },
   });
 }

@@ -3,7 +3,7 @@
  * values come from configuration (OUBLIETTE_PUBLIC_ORIGINS = https://worker.test,
  * OUBLIETTE_ALLOWED_ORIGINS = http://allowed.example in vitest.config.ts) and loopback names only.
  */
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { initializeRequest } from "./support/mcp.js";
 import { ADMIN_TOKEN, HOST_TOKEN } from "./support/tokens.js";
@@ -24,7 +24,7 @@ function send(
     headers.accept = "application/json, text/event-stream";
   }
   const body = method === "POST" ? JSON.stringify(initializeRequest()) : undefined;
-  return SELF.fetch(url, { method, headers, body });
+  return exports.default.fetch(url, { method, headers, body });
 }
 
 const ErrorShape = {
@@ -91,7 +91,7 @@ describe("Host", () => {
   });
 
   it("leaves /healthz alone", async () => {
-    expect((await SELF.fetch("http://evil.example.com/healthz")).status).toBe(200);
+    expect((await exports.default.fetch("http://evil.example.com/healthz")).status).toBe(200);
   });
 });
 
@@ -131,7 +131,7 @@ describe("Origin", () => {
 
 describe("CORS on /mcp", () => {
   function preflight(origin: string, method = "POST") {
-    return SELF.fetch("https://worker.test/mcp", {
+    return exports.default.fetch("https://worker.test/mcp", {
       method: "OPTIONS",
       headers: {
         origin,
@@ -198,7 +198,7 @@ describe("CORS on /mcp", () => {
   });
 
   it("still requires auth for OPTIONS without Origin (not a preflight)", async () => {
-    const res = await SELF.fetch("https://worker.test/mcp", { method: "OPTIONS" });
+    const res = await exports.default.fetch("https://worker.test/mcp", { method: "OPTIONS" });
     expect(res.status).toBe(401);
   });
 });

@@ -4,7 +4,7 @@
  * not on a no, and refuses a `requestState` that was tampered with, has expired, or was minted for
  * another token or other arguments.
  */
-import { env } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { McpErrorCode } from "../../worker/src/mcp/json-rpc.js";

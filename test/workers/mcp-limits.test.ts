@@ -2,7 +2,7 @@
  * Size limits on /mcp: the body cap (413 with a JSON-RPC error naming it, whether the body
  * declares its length or is streamed) and bounded echoes of caller input in error messages.
  */
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MAX_MCP_BODY_BYTES } from "../../worker/src/http/mcp-route.js";
 import { BASE } from "./support/frame-socket.js";
@@ -25,7 +25,7 @@ function postStreamed(text: string, session?: string): Promise<Response> {
       controller.close();
     },
   });
-  return SELF.fetch(`${BASE}/mcp`, {
+  return exports.default.fetch(`${BASE}/mcp`, {
     method: "POST",
     headers: {
       authorization: `Bearer ${ADMIN_TOKEN}`,

@@ -3,14 +3,14 @@
  * origin https://worker.test): discovery documents, the 401 challenge, and client_id URLs on
  * loopback or private addresses refused before anything is fetched.
  */
+import { exports } from "cloudflare:workers";
 
-import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { BASE } from "./support/frame-socket.js";
 import { mcpFetch } from "./support/mcp.js";
 import { UNKNOWN_TOKEN } from "./support/tokens.js";
 
-const get = (path: string) => SELF.fetch(`${BASE}${path}`);
+const get = (path: string) => exports.default.fetch(`${BASE}${path}`);
 
 describe("OAuth discovery", () => {
   it("points a 401 at /mcp's resource metadata, with the scope to ask first", async () => {

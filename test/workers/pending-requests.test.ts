@@ -4,7 +4,8 @@
  * outcome delivered, remembered for a while, then pruned; its rows survive a restart of the
  * object and are parsed by the kind's schema when read. Run inside a real Durable Object's SQLite.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AppError } from "../../worker/src/errors.js";

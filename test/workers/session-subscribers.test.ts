@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { disconnectAll } from "./support/fake-host.js";
 import { BASE } from "./support/frame-socket.js";
@@ -14,7 +14,7 @@ afterEach(async () => {
 });
 
 async function openEvents(sessionId: string, token = ADMIN_TOKEN, headers: Record<string, string> = {}) {
-  const res = await SELF.fetch(`${BASE}/v1/sessions/${sessionId}/events`, {
+  const res = await exports.default.fetch(`${BASE}/v1/sessions/${sessionId}/events`, {
     headers: { authorization: `Bearer ${token}`, ...headers },
   });
   expect(res.status).toBe(200);

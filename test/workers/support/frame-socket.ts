@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 
 /** The origin every test request goes to (the Worker ignores the host name). */
 export const BASE = "https://worker.test";
@@ -170,7 +170,7 @@ export async function openWebSocket(path: string, token: string): Promise<WebSoc
 export function upgrade(path: string, token: string | null): Promise<Response> {
   const headers: Record<string, string> = { upgrade: "websocket" };
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  return SELF.fetch(`${BASE}${path}`, { headers });
+  return exports.default.fetch(`${BASE}${path}`, { headers });
 }
 
 /** Closes every socket the test opened. */

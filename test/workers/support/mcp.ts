@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { z } from "zod";
 import { BASE } from "./frame-socket.js";
 import { SseReader } from "./sse.js";
@@ -27,7 +27,7 @@ export function mcpFetch(req: McpRequest = {}): Promise<Response> {
   Object.assign(headers, req.headers);
   const body =
     req.body === undefined ? undefined : typeof req.body === "string" ? req.body : JSON.stringify(req.body);
-  return SELF.fetch(`${BASE}/mcp`, { method, headers, body });
+  return exports.default.fetch(`${BASE}/mcp`, { method, headers, body });
 }
 
 const RpcErrorSchema = z.object({ code: z.number(), message: z.string(), data: z.unknown().optional() });

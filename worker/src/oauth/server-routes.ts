@@ -23,6 +23,14 @@ const MAX_BODY_BYTES = 64 * 1024;
  */
 export const serverRoutes = new Hono<AppBindings>();
 
+/**
+ * The request's execution context as the Workers runtime hands it over. Hono types it with the
+ * few members it uses itself; the OAuth provider takes the runtime's own type (the same object).
+ */
+function workerCtx(c: Context<AppBindings>): ExecutionContext {
+  return c.executionCtx as ExecutionContext;
+}
+
 function roles(c: Context<AppBindings>) {
   return oauthRoles(new URL(c.req.url).origin);
 }
@@ -34,21 +42,21 @@ function oauthError(status: number, error: string, description: string, headers:
   );
 }
 
-serverRoutes.get(OAuthPaths.serverMetadata, (c) => roles(c).server.fetch(c.req.raw, c.env, c.executionCtx));
+serverRoutes.get(OAuthPaths.serverMetadata, (c) => roles(c).server.fetch(c.req.raw, c.env, workerCtx(c)));
 
 serverRoutes.get(`${OAuthPaths.resourceMetadata}${OAuthPaths.resource}`, (c) =>
-  roles(c).resource.fetch(c.req.raw, c.env, c.executionCtx),
+  roles(c).resource.fetch(c.req.raw, c.env, workerCtx(c)),
 );
 
 // The root document too (RFC 9728 §3 for clients that do not insert the path): /mcp's.
 serverRoutes.get(OAuthPaths.resourceMetadata, (c) => {
   const url = new URL(c.req.url);
   url.pathname = `${OAuthPaths.resourceMetadata}${OAuthPaths.resource}`;
-  return roles(c).resource.fetch(new Request(url, c.req.raw), c.env, c.executionCtx);
+  return roles(c).resource.fetch(new Request(url, c.req.raw), c.env, workerCtx(c));
 });
 
 serverRoutes.on(["OPTIONS"], [OAuthPaths.token, OAuthPaths.register], (c) =>
-  roles(c).server.fetch(c.req.raw, c.env, c.executionCtx),
+  roles(c).server.fetch(c.req.raw, c.env, workerCtx(c)),
 );
 
 serverRoutes.post(OAuthPaths.register, async (c) => {
@@ -71,7 +79,7 @@ serverRoutes.post(OAuthPaths.register, async (c) => {
   if (Number(c.req.header("content-length") ?? "0") > MAX_BODY_BYTES) {
     return oauthError(413, "invalid_client_metadata", `a registration is at most ${MAX_BODY_BYTES} bytes`);
   }
-  return roles(c).server.fetch(c.req.raw, c.env, c.executionCtx);
+  return roles(c).server.fetch(c.req.raw, c.env, workerCtx(c));
 });
 
 serverRoutes.post(OAuthPaths.token, async (c) => {
@@ -108,7 +116,7 @@ serverRoutes.post(OAuthPaths.token, async (c) => {
           "this refresh token was used before: its grant is revoked; sign in again",
         );
       }
-      const answer = await server.fetch(c.req.raw, c.env, c.executionCtx);
+      const answer = await server.fetch(c.req.raw, c.env, workerCtx(c));
       for (const grant of use.grants) {
         audit(
           c.env,
@@ -125,7 +133,7 @@ serverRoutes.post(OAuthPaths.token, async (c) => {
       return answer;
     }
   }
-  const answer = await server.fetch(c.req.raw, c.env, c.executionCtx);
+  const answer = await server.fetch(c.req.raw, c.env, workerCtx(c));
   // RFC 7009: a client revoked one of its tokens. A refresh token takes its grant with it.
   const revoked = grantType === null ? params.get("token") : null;
   if (revoked !== null && answer.ok) wait(forgetRevoked(c, revoked));
