@@ -90,14 +90,20 @@ describe("RpcPeer", () => {
   it("closing rejects pending requests with ConnectionClosed and aborts handlers", async () => {
     const { a, b } = pair();
     let aborted = false;
+    let entered: () => void = () => {};
+    const handling = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
     b.handle(method("wait"), (_p, ctx) => {
       ctx.signal.addEventListener("abort", () => {
         aborted = true;
       });
+      entered();
       return new Promise(() => {});
     });
     const call = a.request("wait", {});
-    await new Promise((r) => setTimeout(r, 10));
+    // Closed only once the handler runs (a fixed pause was not always enough on a busy machine).
+    await handling;
     a.close();
     b.close();
     await expect(call).rejects.toMatchObject({ code: RpcErrorCode.ConnectionClosed });
