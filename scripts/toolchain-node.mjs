@@ -80,12 +80,14 @@ async function main() {
     await import(pathToFileURL(file).href);
     return;
   }
-  const child = spawn(choice.node, ["--import", "tsx", file, ...args], { stdio: "inherit" });
-  // Ctrl-C reaches the child from the terminal by itself; signals sent to this process alone are passed on.
-  const forward = (signal) => child.kill(signal);
+  // Ctrl-C reaches the child from the terminal by itself; signals sent to this process alone are
+  // passed on (listened for before the child exists, so none is missed in between).
+  let child = null;
+  const forward = (signal) => (child ? child.kill(signal) : process.exit(128 + constants.signals[signal]));
   process.on("SIGINT", () => {});
   process.on("SIGTERM", forward);
   process.on("SIGHUP", forward);
+  child = spawn(choice.node, ["--import", "tsx", file, ...args], { stdio: "inherit" });
   child.once("error", (err) => {
     process.stderr.write(`oubliette: could not run ${choice.node}: ${err.message}\n`);
     process.exit(1);
