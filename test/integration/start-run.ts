@@ -70,9 +70,10 @@ export async function runStart(
   const record = () => {
     if (child.pid === undefined) return;
     for (const p of descendantsOf(child.pid)) {
-      // Keep the first sighting: a zombie's last one has lost its command line.
+      // Keep the last command line seen: a process seen between its fork and its exec still has
+      // its parent's, and a zombie has lost its own (an empty one never replaces a known one).
       const key = `${p.pid}/${p.startTime}`;
-      if (!seen.get(key)?.cmdline) seen.set(key, p);
+      if (p.cmdline || !seen.has(key)) seen.set(key, p);
     }
   };
   const poll = setInterval(record, 50);
