@@ -8,8 +8,6 @@ import { WRANGLER_PACKAGE_JSON, wranglerBin, wranglerPackage } from "../stack/wr
 import { DeployError } from "./errors.js";
 import { listingFromFailure, parseSecretList, type SecretListing } from "./secret-listing.js";
 
-const WRANGLER_BIN = wranglerBin();
-
 /** wrangler's version, as the deploy checks compare it (automatic provisioning). */
 export function wranglerVersion(): string {
   try {
@@ -58,7 +56,7 @@ interface Captured {
 
 function runCaptured(cwd: string, args: string[], timeoutMs: number): Promise<Captured> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WRANGLER_BIN, ...args], {
+    const child = spawn(process.execPath, [wranglerBin(), ...args], {
       cwd,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -92,7 +90,7 @@ function runCaptured(cwd: string, args: string[], timeoutMs: number): Promise<Ca
  */
 export function runDeploy(cwd: string, args: readonly string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WRANGLER_BIN, "deploy", ...args], { cwd, stdio: "inherit" });
+    const child = spawn(process.execPath, [wranglerBin(), "deploy", ...args], { cwd, stdio: "inherit" });
     // Ctrl-C reaches wrangler from the terminal by itself: this process outlives it to report its
     // exit. SIGTERM and SIGHUP sent to this process alone are passed on.
     const ignore = () => {};

@@ -168,12 +168,10 @@ export class AgentSlot {
       },
       (err: Error) => {
         this.#starting = null;
-        // One wording for the event and the answer: the host ends the session on whichever comes first.
+        // One wording for event and answer; a refusal's own reason (a hazard: unsupported) is kept.
         const message = `the agent could not start: ${err.message}`;
         this.#finish({ exitCode: null, signal: null }, { type: "droid_status", status: "failed", message });
-        // A refusal with its own reason (a workspace hazard: unsupported) keeps it.
-        const data =
-          err instanceof RpcError && err.data !== undefined ? err.data : { reason: "runtime_error" };
+        const data = (err instanceof RpcError ? err.data : undefined) ?? { reason: "runtime_error" };
         throw new RpcError(RpcErrorCode.ServerError, message, data);
       },
     );
