@@ -260,7 +260,7 @@ describe.concurrent.each(runtimes)("approvals with the %s runtime", (runtime) =>
   });
 
   // One runtime's tests build on each other (one session, its turns): in order.
-  describe.sequential("in order", () => {
+  describe("in order", { concurrent: false }, () => {
     // With the hostile workspace settings planted (above), asking at all proves the CLI ignored them.
     it("allow: the caller sees the exact command; once allowed it runs, and the model sees its output", async () => {
       const command = "touch allowed.txt && printf 'made-%d\\n' 7";

@@ -171,7 +171,7 @@ describe.concurrent.each(runtimes)("the %s runtime", (runtime) => {
   });
 
   // One runtime's tests build on each other (one session, its turns): in order.
-  describe.sequential("in order", () => {
+  describe("in order", { concurrent: false }, () => {
     it("offers the key's Oubliette tools in its first request; the model lists workspaces and sees them", async () => {
       const created = await caller.ok<{ project_id: string }>("project", {
         action: "create",

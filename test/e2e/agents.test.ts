@@ -234,7 +234,7 @@ describe.concurrent.each(runtimes)("the %s runtime", (runtime) => {
   });
 
   // One runtime's tests build on each other (one session, its turns): in order.
-  describe.sequential("in order", () => {
+  describe("in order", { concurrent: false }, () => {
     it("relays the caller's tool through the real CLI: request, answer, the model sees it, the turn completes", async () => {
       const before = model.requests.length;
       model.script([
