@@ -18,6 +18,23 @@ export const ContainerPaths = {
   homes: "/home/agents",
 } as const;
 
+/**
+ * What a host mounts, read-only, into an image that is not one of ours (the runner kit): a Node
+ * and the glibc it runs on behind a loader of its own, the container-side programs and the git
+ * remote helper. Its `bin` comes last on the container's PATH: the image's own tools come first.
+ * The root is short on purpose: the kit's programs name its loader in the bytes their files
+ * keep for the loader's path (28 on x86-64).
+ */
+export const KitPaths = {
+  root: "/.oubliette",
+  bin: "/.oubliette/bin",
+  node: "/.oubliette/bin/node",
+  setpriv: "/.oubliette/bin/setpriv",
+  loader: "/.oubliette/ld.so",
+  containerClient: "/.oubliette/container-client.mjs",
+  scriptedDroid: "/.oubliette/scripted-droid.mjs",
+} as const;
+
 const RUNNER_DIR = "runner";
 /** Joins path parts with "/" (inputs are fixed names and validated ids; no normalising needed). */
 function join(...parts: string[]): string {

@@ -143,7 +143,9 @@ export function prepareLaunch(settings: LaunchSettings, request: LaunchRequest):
     model: request.agent.model ?? cli.defaultModel,
     modelBaseUrl: settings.modelBaseUrl,
     modelToken,
-    command: cli.command,
+    // A CLI that is a Node script runs on the runner's own Node (in an image that is not ours, the
+    // kit's: the image's `node`, if it has one, may be any version).
+    command: cli.command[0] === "node" ? [process.execPath, ...cli.command.slice(1)] : cli.command,
     mcpServer,
     approvals: request.agent.approvals,
   });

@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createBrotliDecompress } from "node:zlib";
 import type { DroidBundles } from "../images/images.js";
+import { PACKAGE_CACHE } from "../images/package-cache.js";
 import { EMBEDDED_BUNDLES, type EmbeddedBundles } from "./embedded-bundles.js";
 
 /** The two programs' file names (their maps are `<name>.map`). */
@@ -41,6 +42,14 @@ export function hostAgentFile(): string {
   const built = fileURLToPath(new URL("../../../dist/host-agent.mjs", import.meta.url));
   if (!existsSync(built)) throw new Error(`${built} does not exist: run \`npm run build\` first`);
   return built;
+}
+
+/**
+ * Where the agent CLIs are fetched to: under the data directory for the built host-agent, the
+ * repository's package cache (the one its images are built from) from a source checkout.
+ */
+export function agentCliCache(dataDir: string): string {
+  return EMBEDDED_BUNDLES !== null ? join(dataDir, "cache", "agent-cli") : PACKAGE_CACHE;
 }
 
 /** The command of the built host-agent that writes the bundles it carries under the directory it is given. */

@@ -6,10 +6,9 @@
  * registry, cached under the data directory). An image whose inputs have not changed is kept, so
  * running it again is cheap.
  */
-import { join } from "node:path";
 import { type Command, Option } from "commander";
 import Dockerode from "dockerode";
-import { droidBundles, hostAgentFile } from "../bundles/droid-bundles.js";
+import { agentCliCache, droidBundles, hostAgentFile } from "../bundles/droid-bundles.js";
 import { CLI_RUNTIME_NAMES, type CliRuntimeName } from "../images/agent-cli.js";
 import { ensureAgentImages } from "../images/agent-images.js";
 import { ensureHostAgentImage } from "../images/host-image.js";
@@ -53,7 +52,7 @@ export async function buildImages(options: ImagesOptions): Promise<Record<string
   const docker = new Dockerode({ socketPath });
   const bundles = await droidBundles(options.dataDir);
   // The agent CLIs and the base image's npm and corepack.
-  const cache = join(options.dataDir, "cache", "agent-cli");
+  const cache = agentCliCache(options.dataDir);
   const droid = await ensureDroidImage(docker, bundles, options.log, cache);
   const agents = await ensureAgentImages(docker, bundles, options.agents, options.log, cache);
   const tags: Record<string, string> = { scripted: droid };

@@ -5,13 +5,15 @@
  * (sessions are agent processes in it) and serves each container's socket.
  */
 import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
 import { createLogger } from "../../../lib/log.js";
-import { droidBundles } from "../bundles/droid-bundles.js";
+import { agentCliCache, droidBundles } from "../bundles/droid-bundles.js";
 import type { HostAgentConfig } from "../config.js";
 import { resolveDiskSettings } from "../disk/resolve-disk.js";
 import { defaultAddressPolicy } from "../egress/address-check.js";
 import { EgressGate } from "../egress/egress-gate.js";
 import { GitCredentials } from "../git/git-credentials.js";
+import { RunnerKits } from "../kit/runner-kits.js";
 import { configuredProviders, loadModelKeys, type ModelKeys } from "../models/model-keys.js";
 import { ModelProxy } from "../models/model-proxy.js";
 import { ProjectManager } from "../projects/project-manager.js";
@@ -51,6 +53,17 @@ export async function start(settings: HostAgentConfig): Promise<void> {
     // Docker runs the image's own agent unless one is named; the default is a path on this host.
     agentCommand: config.agentCommand,
     processAgentCommand: config.agentCommand ?? config.defaultAgentCommand,
+    // Images that are not ours run with the runner kit, made from these bundles on first use.
+    ...(bundles === null
+      ? {}
+      : {
+          kits: new RunnerKits({
+            dir: join(settings.dataDir, "kits"),
+            bundles,
+            cliCache: agentCliCache(settings.dataDir),
+            log: (line) => logger.info(line),
+          }),
+        }),
   }).catch((err: Error) => {
     logger.fatal({ err: err.message }, "no runtime");
     process.exit(1);

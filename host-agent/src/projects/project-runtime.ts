@@ -396,6 +396,7 @@ export class ProjectRuntime {
         env: { ...spec.env },
         // Without an image of its own, a project runs in its agent runtime's image.
         image: spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined),
+        agent: spec.agent,
         limits: resolveLimits(spec.limits),
         isolation,
         ephemeral,

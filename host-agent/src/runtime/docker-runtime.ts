@@ -14,13 +14,15 @@ import { createHash } from "node:crypto";
 import type Dockerode from "dockerode";
 import { z } from "zod";
 import type { Logger } from "../../../lib/log.js";
-import { ContainerPaths, runnerSocketPath } from "../../../protocol/container-layout.js";
+import { ContainerPaths, KitPaths, runnerSocketPath } from "../../../protocol/container-layout.js";
 import { PROJECT_ID_PATTERN } from "../../../protocol/ids.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import type { ContainerExecParams } from "../../../protocol/tunnel-projects.js";
+import type { RunnerKits } from "../kit/runner-kits.js";
 import { dockerExec } from "./docker-exec.js";
 import { dockerLogs } from "./docker-logs.js";
 import { dockerStatusCode, errorMessage, isDockerNotFound, RuntimeError } from "./errors.js";
+import { foreignImageCheck, kitContainerConfig } from "./foreign-image.js";
 import type {
   AdoptedProject,
   AgentRuntime,
@@ -48,6 +50,11 @@ export interface DockerRuntimeOptions {
   init?: boolean;
   /** Whether this host may isolate workspaces (it must own their directories: root); default: uid 0. */
   canIsolate?: boolean;
+  /**
+   * What the host mounts into an image that is not one of ours (one without our `oubliette.image`
+   * label) so the runner runs there; without it such images are refused.
+   */
+  kits?: RunnerKits;
 }
 
 export const MANAGED_LABEL = "oubliette.managed";
@@ -64,6 +71,8 @@ export const EPHEMERAL_LABEL = "oubliette.ephemeral";
  */
 export const LAYOUT_LABEL = "oubliette.layout";
 export const CONTAINER_LAYOUT = "2";
+/** The runner kit a container of an image that is not ours runs with (its id). */
+export const KIT_LABEL = "oubliette.kit";
 /** The runner's capabilities: start agents as their uids, and stop them. Nothing else. */
 const RUNNER_CAPABILITIES = ["SETUID", "SETGID", "KILL"];
 
@@ -98,7 +107,7 @@ export class DockerRuntime implements AgentRuntime {
   async launch(spec: ProjectLaunch): Promise<Workload> {
     const image = spec.image ?? this.#options.defaultImage;
     const name = containerName(this.#options.hostId, spec.projectId);
-    const container = await this.#create(spec, image, name);
+    const { container, kitted } = await this.#create(spec, image, name);
     try {
       await container.start();
     } catch (error) {
@@ -111,7 +120,7 @@ export class DockerRuntime implements AgentRuntime {
       { project: spec.projectId, container: container.id.slice(0, 12), image, isolation: spec.isolation },
       "container started",
     );
-    return this.#workload(container);
+    return this.#workload(container, kitted);
   }
 
   async adopt(): Promise<AdoptedProject[]> {
@@ -150,7 +159,7 @@ export class DockerRuntime implements AgentRuntime {
             socketDir,
             isolation: labels[ISOLATION_LABEL] === "true",
             ephemeral: labels[EPHEMERAL_LABEL] === "true",
-            workload: this.#workload(container),
+            workload: this.#workload(container, labels[KIT_LABEL] !== undefined),
           });
           continue;
         }
@@ -168,7 +177,8 @@ export class DockerRuntime implements AgentRuntime {
     return adopted;
   }
 
-  #workload(container: Dockerode.Container): Workload {
+  /** `kitted`: the container runs with the runner kit (its programs are the kit's, not the image's). */
+  #workload(container: Dockerode.Container, kitted: boolean): Workload {
     let stopping: Promise<void> | undefined;
     return {
       id: container.id,
@@ -178,12 +188,41 @@ export class DockerRuntime implements AgentRuntime {
         return stopping;
       },
       exec: (params, options = {}) =>
-        dockerExec(this.#docker, container, asIdentity(params, options.identity), this.#logger, options),
+        dockerExec(
+          this.#docker,
+          container,
+          asIdentity(params, options.identity, kitted ? KitPaths.setpriv : "setpriv"),
+          this.#logger,
+          options,
+        ),
       logs: (params) => dockerLogs(container, params),
     };
   }
 
-  async #create(spec: ProjectLaunch, image: string, name: string): Promise<Dockerode.Container> {
+  async #create(
+    spec: ProjectLaunch,
+    image: string,
+    name: string,
+  ): Promise<{ container: Dockerode.Container; kitted: boolean }> {
+    const check = await foreignImageCheck(this.#docker, image);
+    let kit: ReturnType<typeof kitContainerConfig> | null = null;
+    if (check.foreign) {
+      if (this.#options.kits === undefined) {
+        throw new RuntimeError(
+          "unsupported",
+          `image ${image} is not one of this host's images and this host-agent carries no runner kit for it ` +
+            "(run `npm run build`, or use the droid or an agent image)",
+        );
+      }
+      const mounts = await this.#options.kits.mounts(spec.agent).catch((error: unknown) => {
+        throw new RuntimeError(
+          "runtime_error",
+          `could not prepare the runner for image ${image}: ${errorMessage(error)}`,
+          { cause: error },
+        );
+      });
+      kit = kitContainerConfig(mounts, check.path);
+    }
     const env: Record<string, string> = {
       ...spec.env,
       [AgentEnv.socketPath]: runnerSocketPath(ContainerPaths.socketDir),
@@ -191,12 +230,16 @@ export class DockerRuntime implements AgentRuntime {
       [AgentEnv.projectId]: spec.projectId,
       [AgentEnv.separateSessions]: "1",
     };
+    if (kit !== null) Object.assign(env, kit.env);
     if (this.#options.agentCommand) env[AgentEnv.agentCommand] = JSON.stringify(this.#options.agentCommand);
+    const command = this.#options.command ?? kit?.cmd;
     try {
-      return await this.#docker.createContainer({
+      const container = await this.#docker.createContainer({
         name,
         Image: image,
-        ...(this.#options.command ? { Cmd: this.#options.command } : {}),
+        // An image of ours starts the runner itself; any other image's entrypoint is not ours to run.
+        ...(kit !== null ? { Entrypoint: [""] } : {}),
+        ...(command ? { Cmd: command } : {}),
         // Root, to become each session's uid; nothing else a root normally has.
         User: "0:0",
         WorkingDir: ContainerPaths.workspaces,
@@ -209,6 +252,7 @@ export class DockerRuntime implements AgentRuntime {
           [ISOLATION_LABEL]: String(spec.isolation),
           [EPHEMERAL_LABEL]: String(spec.ephemeral),
           [LAYOUT_LABEL]: CONTAINER_LAYOUT,
+          ...(kit !== null ? { [KIT_LABEL]: kit.id } : {}),
         },
         Tty: false,
         StopTimeout: this.#options.stopTimeoutSeconds ?? 10,
@@ -223,6 +267,7 @@ export class DockerRuntime implements AgentRuntime {
             `${spec.socketDir}:${ContainerPaths.socketDir}`,
             `${spec.workspacesDir}:${ContainerPaths.workspaces}`,
             `${spec.homesDir}:${ContainerPaths.homes}`,
+            ...(kit?.binds ?? []),
           ],
           CapDrop: ["ALL"],
           CapAdd: RUNNER_CAPABILITIES,
@@ -237,6 +282,7 @@ export class DockerRuntime implements AgentRuntime {
           Init: this.#options.init ?? true,
         },
       });
+      return { container, kitted: kit !== null };
     } catch (error) {
       const status = dockerStatusCode(error);
       if (status === 404) {
@@ -324,13 +370,17 @@ async function waitForExit(container: Dockerode.Container, logger: Logger): Prom
  * becomes the identity (uid, gid, every workspace's group, no capabilities) before it runs the
  * command, so the command can read neither the runner's nor any session's secrets.
  */
-function asIdentity(params: ContainerExecParams, identity: ExecIdentity | undefined): ContainerExecParams {
+function asIdentity(
+  params: ContainerExecParams,
+  identity: ExecIdentity | undefined,
+  setpriv: string,
+): ContainerExecParams {
   if (!identity) return params;
   const groups = [...new Set([identity.gid, ...identity.groups])].join(",");
   return {
     ...params,
     command: [
-      "setpriv",
+      setpriv,
       `--reuid=${identity.uid}`,
       `--regid=${identity.gid}`,
       `--groups=${groups}`,

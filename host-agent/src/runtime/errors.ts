@@ -4,7 +4,12 @@
  * Error carrying `statusCode`).
  */
 
-export type RuntimeErrorCode = "image_not_found" | "runtime_error" | "docker_unavailable";
+export type RuntimeErrorCode =
+  | "image_not_found"
+  | "runtime_error"
+  | "docker_unavailable"
+  /** The image cannot run here (another architecture or OS). */
+  | "unsupported";
 
 /** A runtime could not do what was asked; the message says what to do about it. */
 export class RuntimeError extends Error {

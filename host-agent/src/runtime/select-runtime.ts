@@ -4,6 +4,7 @@
  */
 import Dockerode from "dockerode";
 import type { Logger } from "../../../lib/log.js";
+import type { RunnerKits } from "../kit/runner-kits.js";
 import { dockerSocketPath, pingDocker } from "./docker-ping.js";
 import { DockerRuntime, type DockerRuntimeOptions } from "./docker-runtime.js";
 import { RuntimeError } from "./errors.js";
@@ -24,6 +25,8 @@ export interface SelectRuntimeOptions {
   agentCommand?: string[] | undefined;
   /** The agent the runner starts under the process runtime. */
   processAgentCommand?: string[] | undefined;
+  /** What images that are not ours run with (Docker). */
+  kits?: RunnerKits | undefined;
   /** Engine socket; defaults to DOCKER_HOST (unix:// only) or /var/run/docker.sock. */
   dockerSocket?: string;
   /** Limits and overrides passed through to DockerRuntime. */
@@ -46,6 +49,7 @@ export async function selectRuntime(options: SelectRuntimeOptions): Promise<Agen
     return new DockerRuntime({
       ...(options.agentCommand ? { agentCommand: options.agentCommand } : {}),
       ...options.docker,
+      ...(options.kits ? { kits: options.kits } : {}),
       docker: new Dockerode({ socketPath }),
       hostId: options.hostId,
       defaultImage: options.dockerImage,

@@ -1,3 +1,4 @@
+import type { AgentRuntime as AgentRuntimeName } from "../../../protocol/agent-runtimes.js";
 import type { RuntimeKind } from "../../../protocol/tunnel.js";
 import type {
   ContainerExecParams,
@@ -35,6 +36,8 @@ export interface ProjectLaunch {
   tmpMb: number;
   /** A project of its own for one session of a protocol-2 registry: removed with that session. */
   ephemeral: boolean;
+  /** The agent runtime the project is made for: an image that is not ours gets that CLI mounted. */
+  agent?: AgentRuntimeName | undefined;
 }
 
 export interface WorkloadExit {

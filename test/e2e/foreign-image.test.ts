@@ -1,0 +1,288 @@
+/**
+ * Any Linux image as a project's environment: the host brings the runner (the runner kit, mounted
+ * read-only) into images with no Node and nothing of ours, built here from this machine's files
+ * (test/support/python-image.ts): one with python3, a shell and tools, one with python3 alone.
+ * The scripted droid runs in both; each real agent CLI runs a turn in the Python image (the
+ * caller's tool relayed, its shell command asked for and then run by the image's python3); an
+ * image of another architecture is refused before anything starts.
+ */
+import Dockerode from "dockerode";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
+import type { ApprovalPolicy } from "../../protocol/approvals.js";
+import { KitPaths } from "../../protocol/container-layout.js";
+import type { SessionEvent } from "../../protocol/events.js";
+import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
+import { TestCaller } from "../support/caller.js";
+import { dockerContext } from "../support/docker-context.js";
+import { execAs, projectContainer } from "../support/docker-exec.js";
+import { ensureTestImage, IMAGE_PROGRAM } from "../support/python-image.js";
+import { TestStack } from "../support/stack.js";
+import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
+import { failureReport } from "./agent-failure-report.js";
+import { runStep, spawnDroid, text } from "./support.js";
+
+type ApprovalRequestEvent = Extract<SessionEvent, { type: "approval_request" }>;
+
+const LOOKUP = {
+  name: "lookup",
+  description: "Look a word up in the caller's dictionary.",
+  inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+};
+/** Shell commands ask; everything else runs unasked. */
+const POLICY: ApprovalPolicy = { rules: [{ kind: "shell", action: "ask" }], default: "allow" };
+
+const images = dockerContext().agentImages ?? {};
+const runtimes = (Object.keys(images) as AgentRuntime[]).filter((r) => r !== "scripted");
+const docker = () => new Dockerode({ socketPath: dockerContext().dockerSocket });
+
+let stack: TestStack;
+let caller: TestCaller;
+let fakeModel: FakeModel;
+let pythonImage = "";
+let bareImage = "";
+
+beforeAll(async () => {
+  fakeModel = await startFakeModel({ laneOf: runtimeOfRequest });
+  pythonImage = await ensureTestImage(docker(), "python");
+  bareImage = await ensureTestImage(docker(), "python-bare");
+  stack = await TestStack.start();
+  await stack.addHost({
+    runtime: "docker",
+    image: dockerContext().droidImage,
+    extraEnv: modelEnv(fakeModel.url),
+  });
+  caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
+  caller.answerWith((request) =>
+    request.tool === "send_response" ? { result: { sent: request.arguments } } : "ignore",
+  );
+}, 300_000);
+
+afterAll(async () => {
+  await caller?.close();
+  await stack?.stop();
+  await fakeModel?.close();
+});
+
+async function projectIn(image: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const created = await caller.ok<{ project_id: string }>("project", {
+    action: "create",
+    name: `foreign-${crypto.randomUUID().slice(0, 8)}`,
+    image,
+    ...extra,
+  });
+  return created.project_id;
+}
+
+type ExecOutput = { exit_code?: number | null; stdout?: string; stderr?: string; error?: string };
+
+describe("the scripted droid in an image with python3 and a shell, and no Node", () => {
+  let projectId = "";
+  let sessionId = "";
+
+  beforeAll(async () => {
+    projectId = await projectIn(pythonImage);
+    sessionId = await spawnDroid(caller, { projectId });
+  }, 180_000);
+
+  afterAll(async () => {
+    if (projectId !== "")
+      await caller.call("project", { action: "delete", project_id: projectId, force: true });
+  });
+
+  it("runs the image's python3 as the droid, and relays the caller's tool", async () => {
+    const ran = (await runStep(caller, sessionId, {
+      op: "exec",
+      argv: ["python3", "-c", "import sys; print('py', 6 * 7, sys.version_info.major)"],
+    })) as ExecOutput;
+    expect(ran.stderr).toBe("");
+    expect(ran).toMatchObject({ exit_code: 0, stdout: "py 42 3\n" });
+    const out = await runStep(caller, sessionId, {
+      op: "call",
+      name: "ant_send_response",
+      arguments: { to: "py" },
+    });
+    expect(out.is_error).toBe(false);
+    expect(JSON.parse(text(out))).toEqual({ sent: { to: "py" } });
+  });
+
+  it("keeps the image's PATH first: its /usr/local/bin wins, the kit's programs come last", async () => {
+    const ran = (await runStep(caller, sessionId, {
+      op: "exec",
+      argv: ["sh", "-c", `echo "$PATH"; ${IMAGE_PROGRAM.name}; command -v node`],
+    })) as ExecOutput;
+    expect(ran.exit_code).toBe(0);
+    const [path, program, node] = (ran.stdout ?? "").trim().split("\n");
+    expect(path?.split(":")[0]).toBe("/usr/local/bin");
+    expect(path?.split(":").at(-1)).toBe(KitPaths.bin);
+    expect(program).toBe(IMAGE_PROGRAM.output);
+    // The image has no node: the one found is the kit's.
+    expect(node).toBe(KitPaths.node);
+  });
+
+  it("leaves nothing of ours writable: the kit is read-only to the droid and to root alike", async () => {
+    const droid = (await runStep(caller, sessionId, {
+      op: "exec",
+      argv: ["sh", "-c", `echo x > ${KitPaths.node}; echo x > ${KitPaths.root}/new-file`],
+    })) as ExecOutput;
+    expect(droid.exit_code).not.toBe(0);
+    const container = await projectContainer(docker(), projectId);
+    const root = await execAs(container, "0", ["sh", "-c", `echo x > ${KitPaths.root}/bin/node`]);
+    expect(root.code).not.toBe(0);
+    expect(root.out).toContain("Read-only file system");
+    const info = await container.inspect();
+    const kit = info.Mounts.find((mount) => mount.Destination === KitPaths.root);
+    expect(kit?.RW).toBe(false);
+    expect(info.Config.Labels["oubliette.kit"]).toMatch(/^[0-9a-f]{16}$/);
+    // Nothing was written into the image: its files are what it was imported with.
+    const changes = await container.changes();
+    expect((changes ?? []).filter((change: { Path: string }) => change.Path.startsWith("/usr"))).toEqual([]);
+  });
+
+  it("runs `container exec` as the exec user through the kit's setpriv", async () => {
+    const out = await caller.ok<{ exit_code: number; stdout: string }>("container", {
+      action: "exec",
+      project_id: projectId,
+      command: ["python3", "-c", "import os; print(os.getuid(), 7 * 6)"],
+    });
+    expect(out).toMatchObject({ exit_code: 0, stdout: "1000 42\n" });
+  });
+});
+
+describe("the scripted droid in an image with python3 alone (no shell)", () => {
+  let projectId = "";
+
+  afterAll(async () => {
+    if (projectId !== "")
+      await caller.call("project", { action: "delete", project_id: projectId, force: true });
+  });
+
+  it("starts, runs python3 and relays the caller's tool", async () => {
+    projectId = await projectIn(bareImage);
+    const sessionId = await spawnDroid(caller, { projectId });
+    const ran = (await runStep(caller, sessionId, {
+      op: "exec",
+      argv: ["python3", "-c", "import os; print(os.path.exists('/bin/sh'), os.path.exists('/usr/bin/node'))"],
+    })) as ExecOutput;
+    expect(ran).toMatchObject({ exit_code: 0, stdout: "False False\n" });
+    const out = await runStep(caller, sessionId, { op: "call", name: "ant_send_response", arguments: {} });
+    expect(out.is_error).toBe(false);
+  }, 180_000);
+});
+
+describe("an image of another architecture", () => {
+  it("is refused at container start with the reason, and no container is made", async () => {
+    const image = await ensureTestImage(docker(), "python-bare", "arm64");
+    const projectId = await projectIn(image);
+    try {
+      const started = await caller.call("container", { action: "start", project_id: projectId });
+      expect(started.isError).toBe(true);
+      const message = JSON.stringify(started.content);
+      expect(message).toContain("linux/arm64");
+      expect(message).toContain("linux/amd64");
+      const listed = await docker().listContainers({
+        all: true,
+        filters: { label: [`oubliette.project=${projectId}`] },
+      });
+      expect(listed).toEqual([]);
+    } finally {
+      await caller.call("project", { action: "delete", project_id: projectId, force: true });
+    }
+  }, 60_000);
+});
+
+describe.concurrent.each(runtimes)("the %s CLI in the Python image", (runtime) => {
+  let agentCaller: TestCaller;
+  let model: ModelLane;
+  let projectId = "";
+  let sessionId = "";
+
+  beforeAll(async () => {
+    agentCaller = await TestCaller.connect(stack.mcpUrl, stack.adminToken, `foreign-${runtime}`);
+    model = fakeModel.lane(runtime);
+  });
+
+  afterEach((context) => {
+    if (context.task.result?.state === "fail")
+      process.stderr.write(
+        `${failureReport(
+          `${runtime} in the Python image, "${context.task.name}"`,
+          model.requests,
+          agentCaller.events.filter((e) => e.session_id === sessionId),
+        )}\n`,
+      );
+    const left = model.remaining;
+    model.reset();
+    expect(left, "scripted replies the CLI never asked for").toBe(0);
+  });
+
+  afterAll(async () => {
+    if (projectId !== "")
+      await agentCaller.call("project", { action: "delete", project_id: projectId, force: true });
+    await agentCaller?.close();
+  });
+
+  it("relays the caller's tool, asks before its shell runs the image's python3, and the model sees the output", async () => {
+    const command = `python3 -c "open('made-by-python.txt', 'w').write(str(6 * 7)); print('py-' + str(6 * 7))"`;
+    model.script([
+      { text: "Let me look that up.", tool: "ant_lookup", arguments: { word: "oubliette" } },
+      { text: "Now the script.", ...shellCall(runtime, command) },
+      { text: "Done with python." },
+    ]);
+    agentCaller.answerWith((request) =>
+      request.tool === "lookup" ? { result: "a dungeon reached through a trapdoor" } : "ignore",
+    );
+    const created = await agentCaller.ok<{ project_id: string }>("project", {
+      action: "create",
+      name: `foreign-${runtime}-${crypto.randomUUID().slice(0, 8)}`,
+      image: pythonImage,
+      default_agent: runtime,
+      default_model: MODELS[runtime],
+      limits: { memory_mb: 2048 },
+      approval_policy: POLICY,
+    });
+    projectId = created.project_id;
+    const since = agentCaller.events.length;
+    const spawned = await agentCaller.ok<{ session_id: string; agent: string }>("session", {
+      action: "spawn",
+      project_id: projectId,
+      caller_id: "ant",
+      caller_tools: [LOOKUP],
+      prompt: "Look up oubliette, then run the python script.",
+    });
+    sessionId = spawned.session_id;
+    expect(spawned.agent).toBe(runtime);
+    const request = (await agentCaller.waitFor(
+      (e) =>
+        e.session_id === sessionId && e.type === "approval_request" && agentCaller.events.indexOf(e) >= since,
+      180_000,
+      "the shell command's approval request",
+    )) as ApprovalRequestEvent;
+    expect(request).toMatchObject({ kind: "shell", agent: runtime });
+    expect(request.command).toContain("made-by-python.txt");
+    await agentCaller.ok("approval_response", {
+      session_id: sessionId,
+      request_id: request.request_id,
+      decision: "allow",
+    });
+    await agentCaller.waitFor(
+      (e) => e.session_id === sessionId && e.type === "completion" && e.message_seq === 1,
+      180_000,
+      "the completion of the turn",
+    );
+    const results = model
+      .toolResults(0)
+      .map((r) => r.text)
+      .join("\n");
+    expect(results).toContain("a dungeon reached through a trapdoor");
+    expect(results).toContain("py-42");
+    const container = await projectContainer(docker(), projectId);
+    const made = await execAs(container, "0", [
+      "python3",
+      "-c",
+      "print(open('/workspace/default/made-by-python.txt').read())",
+    ]);
+    expect(made).toMatchObject({ code: 0 });
+    expect(made.out.trim()).toBe("42");
+  }, 300_000);
+});

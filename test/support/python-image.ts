@@ -1,0 +1,129 @@
+/**
+ * Images that are not ours, for the tests of the runner kit: these machines reach no registry, so
+ * each is a root filesystem of this machine's own files, imported (as the node base image is),
+ * with no Node and nothing of ours in it:
+ * - `python`: python3 with its standard library, /bin/sh, bash and the common tools an agent's
+ *   shell reaches for, and a program of the image's own in /usr/local/bin;
+ * - `python-bare`: python3 and nothing else (no shell at all).
+ * Each is imported once per content (the tag names a hash of its files); its PATH is set, and it
+ * carries no `oubliette.image` label.
+ */
+import { createHash } from "node:crypto";
+import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import type Dockerode from "dockerode";
+import {
+  asNodeStream,
+  EPOCH,
+  hostFile,
+  hostTree,
+  packStream,
+  packTree,
+  parentDirs,
+  type TreeEntry,
+} from "../../host-agent/src/images/build-context.js";
+import { imageExists } from "../../host-agent/src/images/images.js";
+import { readProgress } from "../../host-agent/src/images/progress.js";
+import { sharedLibraries } from "../../host-agent/src/images/rootfs.js";
+
+export type TestImageKind = "python" | "python-bare";
+
+/** What the image's own /usr/local/bin program prints. */
+export const IMAGE_PROGRAM = { name: "hello-image", output: "hello from the image's own /usr/local/bin" };
+const IMAGE_PATH = "/usr/local/bin:/usr/bin:/bin";
+/** The standard library's parts no test needs (half its size). */
+const STDLIB_SKIP = ["test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data"];
+/** What an agent's shell reaches for, beside the shell (claude's Bash tool, codex's exec). */
+const SHELL_TOOLS = [
+  "bash cat ls env printf mkdir rm cp mv touch grep sed head tail wc sort tr uname id ps sleep",
+  "dirname basename realpath readlink find xargs which",
+]
+  .join(" ")
+  .split(" ");
+
+function hostProgram(name: string): string | null {
+  for (const dir of ["/usr/bin", "/bin"])
+    if (existsSync(`${dir}/${name}`)) return realpathSync(`${dir}/${name}`);
+  return null;
+}
+
+async function plan(kind: TestImageKind): Promise<TreeEntry[]> {
+  const python = hostProgram("python3");
+  if (python === null) throw new Error("this machine has no python3 to build the test image from");
+  const version = /python(\d+\.\d+)$/.exec(python)?.[1];
+  if (version === undefined) throw new Error(`python3 is ${python}: no version in its name`);
+  const binaries: [string, string][] = [
+    ["/usr/bin/python3", python],
+    [`/usr/bin/python${version}`, python],
+  ];
+  if (kind === "python") {
+    binaries.push(["/bin/sh", realpathSync("/usr/bin/dash")]);
+    for (const name of SHELL_TOOLS) {
+      const host = hostProgram(name);
+      if (host !== null) binaries.push([`/usr/bin/${name}`, host]);
+    }
+  }
+  const entries: TreeEntry[] = binaries.map(([path, host]) => hostFile(path, host));
+  entries.push(...hostTree(`/usr/lib/python${version}`, `/usr/lib/python${version}`, STDLIB_SKIP));
+  const libraries = new Set<string>();
+  for (const [, host] of binaries) {
+    if (isScript(host)) continue;
+    for (const lib of await sharedLibraries(host)) libraries.add(lib);
+  }
+  for (const lib of libraries) entries.push(hostFile(lib, lib));
+  return entries;
+}
+
+function isScript(path: string): boolean {
+  const head = Buffer.alloc(2);
+  const fd = openSync(path, "r");
+  try {
+    readSync(fd, head, 0, 2, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return head.toString("latin1") === "#!";
+}
+
+/**
+ * Imports the test image of `kind` unless it exists; returns its tag. `architecture` other than
+ * this machine's labels the same files as built for another platform (what a host must refuse).
+ */
+export async function ensureTestImage(
+  docker: Dockerode,
+  kind: TestImageKind,
+  architecture = "amd64",
+): Promise<string> {
+  const entries = await plan(kind);
+  const program = `#!/bin/sh\necho "${IMAGE_PROGRAM.output}"\n`;
+  const hash = createHash("sha256").update(`${kind}\n${architecture}\n${program}\n`);
+  for (const entry of entries) {
+    if (entry.kind === "symlink") hash.update(`${entry.path}->${entry.target}\n`);
+    else
+      hash.update(`${entry.path}\0${entry.hostPath}\0${entry.size}\0${statSync(entry.hostPath).mtimeMs}\n`);
+  }
+  const tag = hash.digest("hex").slice(0, 12);
+  const ref = `oubliette-test/${kind}:${tag}`;
+  if (await imageExists(docker, ref)) return ref;
+  const rootfs = packStream(async (pack) => {
+    const fixed = ["/etc", "/home", "/root", "/tmp", "/usr/local/bin"];
+    const dirs = [...new Set([...fixed, ...parentDirs(entries.map((entry) => entry.path))])].sort();
+    for (const dir of dirs) {
+      const mode = dir === "/tmp" ? 0o1777 : dir === "/root" ? 0o700 : 0o755;
+      pack.entry({ name: dir.slice(1), type: "directory", mode, uid: 0, gid: 0, mtime: EPOCH });
+    }
+    pack.entry({ name: "etc/passwd", mode: 0o644, mtime: EPOCH }, "root:x:0:0:root:/root:/bin/sh\n");
+    pack.entry({ name: "etc/group", mode: 0o644, mtime: EPOCH }, "root:x:0:\n");
+    if (kind === "python")
+      pack.entry({ name: `usr/local/bin/${IMAGE_PROGRAM.name}`, mode: 0o755, mtime: EPOCH }, program);
+    await packTree(pack, "", entries, new Set(dirs));
+  });
+  const stream = await docker.importImage(asNodeStream(rootfs), {
+    repo: `oubliette-test/${kind}`,
+    tag,
+    platform: `linux/${architecture}`,
+    changes: [`ENV PATH=${IMAGE_PATH}`, 'CMD ["python3"]'],
+  });
+  const result = await readProgress(stream, () => {});
+  if (result.error !== null) throw new Error(`importing ${ref} failed: ${result.error}`);
+  return ref;
+}
