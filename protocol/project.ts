@@ -38,5 +38,10 @@ export const ProjectSpecSchema = z.object({
   network: NetworkPolicySchema.optional(),
   /** What its setup commands may reach (absent: the package registries). */
   setup_network: NetworkPolicySchema.optional(),
+  /**
+   * `devcontainer`: the default workspace's devcontainer.json names the image, environment and
+   * setup steps (protocol/devcontainer.ts); read by the host when the container starts.
+   */
+  environment: z.literal("devcontainer").optional(),
 });
 export type ProjectSpec = z.infer<typeof ProjectSpecSchema>;

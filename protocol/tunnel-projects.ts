@@ -13,7 +13,12 @@ import { SetupResultSchema, SetupSpecSchema } from "./setup.js";
 
 /** `project_ensure`: start the project's container unless it runs. */
 export const ProjectEnsureParamsSchema = z.object({ project_id: ProjectIdSchema, spec: ProjectSpecSchema });
-export const ProjectEnsureResultSchema = z.object({ container_id: z.string(), started: z.boolean() });
+export const ProjectEnsureResultSchema = z.object({
+  container_id: z.string(),
+  started: z.boolean(),
+  /** What the container could not be given as asked (a devcontainer.json's properties the host does not honour). */
+  warnings: z.array(z.string().max(4096)).max(16).optional(),
+});
 
 /** `project_stop`: stop the container; every session in it ends with `reason`. */
 export const ProjectStopParamsSchema = z.object({

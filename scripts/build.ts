@@ -80,6 +80,8 @@ const common: BuildOptions = {
   logLevel: "warning",
   charset: "ascii",
   plugins: [englishZod, asciiSource],
+  // jsonc-parser's main build is UMD, whose require() of its own modules a bundle cannot follow.
+  alias: { "jsonc-parser": "jsonc-parser/lib/esm/main.js" },
   // Some CommonJS dependencies call require(); give ESM bundles one.
   banner: {
     js: "import { createRequire as __oubCreateRequire } from 'node:module'; const require = __oubCreateRequire(import.meta.url);",

@@ -41,6 +41,8 @@ export const HostAgentConfigSchema = z
       .string()
       .min(1)
       .default(() => join(tmpdir(), "oubliette-data")),
+    /** Where agent CLIs are fetched to (for images that are not ours); default: under the data directory. */
+    cliCache: z.string().min(1).optional(),
     maxSessions: z.coerce.number().int().positive().default(32),
     maxProjects: z.coerce.number().int().positive().default(16),
     heartbeatMs: z.coerce.number().int().min(100).default(15_000),

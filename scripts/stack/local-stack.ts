@@ -5,6 +5,7 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { PACKAGE_CACHE } from "../../host-agent/src/images/package-cache.js";
 import { bundles, repoRoot } from "../build.js";
 import { type HostAgent, type HostAgentOptions, startHostAgent } from "./host-agent-process.js";
 import { unmountUnder } from "./mounts.js";
@@ -144,6 +145,8 @@ export class LocalStack {
       extraEnv: {
         // Project workspaces stay with the stack's state (npm start keeps them across starts).
         OUBLIETTE_DATA_DIR: join(this.dir, `data-${this.#hostCount}`),
+        // The agent CLIs the checkout's images are built from (for projects in images not ours).
+        OUBLIETTE_CLI_CACHE: PACKAGE_CACHE,
         ...options.extraEnv,
         ...(options.maxSessions === undefined ? {} : { OUBLIETTE_MAX_SESSIONS: String(options.maxSessions) }),
       },

@@ -4,7 +4,9 @@
  * (test/support/python-image.ts): one with python3, a shell and tools, one with python3 alone.
  * The scripted droid runs in both; each real agent CLI runs a turn in the Python image (the
  * caller's tool relayed, its shell command asked for and then run by the image's python3); an
- * image of another architecture is refused before anything starts.
+ * image of another architecture is refused before anything starts. A project whose environment is
+ * its repository's devcontainer.json (served by a real git server) runs in the image it names, with
+ * its environment and its postCreateCommand as setup, and what cannot be honoured is named.
  */
 import Dockerode from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +18,8 @@ import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake
 import { TestCaller } from "../support/caller.js";
 import { dockerContext } from "../support/docker-context.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
-import { ensureTestImage, IMAGE_PROGRAM } from "../support/python-image.js";
+import { GitServer } from "../support/git-server.js";
+import { ensureOtherArchitectureImage, ensureTestImage, IMAGE_PROGRAM } from "../support/python-image.js";
 import { TestStack } from "../support/stack.js";
 import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
 import { failureReport } from "./agent-failure-report.js";
@@ -41,16 +44,19 @@ let caller: TestCaller;
 let fakeModel: FakeModel;
 let pythonImage = "";
 let bareImage = "";
+let gitServer: GitServer | undefined;
 
 beforeAll(async () => {
   fakeModel = await startFakeModel({ laneOf: runtimeOfRequest });
   pythonImage = await ensureTestImage(docker(), "python");
   bareImage = await ensureTestImage(docker(), "python-bare");
+  gitServer = await GitServer.start();
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
     image: dockerContext().droidImage,
-    extraEnv: modelEnv(fakeModel.url),
+    // The git server is on loopback.
+    extraEnv: { ...modelEnv(fakeModel.url), OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES: "1" },
   });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   caller.answerWith((request) =>
@@ -62,6 +68,7 @@ afterAll(async () => {
   await caller?.close();
   await stack?.stop();
   await fakeModel?.close();
+  await gitServer?.close();
 });
 
 async function projectIn(image: string, extra: Record<string, unknown> = {}): Promise<string> {
@@ -113,8 +120,11 @@ describe("the scripted droid in an image with python3 and a shell, and no Node",
     })) as ExecOutput;
     expect(ran.exit_code).toBe(0);
     const [path, program, node] = (ran.stdout ?? "").trim().split("\n");
-    expect(path?.split(":")[0]).toBe("/usr/local/bin");
-    expect(path?.split(":").at(-1)).toBe(KitPaths.bin);
+    const dirs = path?.split(":") ?? [];
+    expect(dirs[0]).toBe("/usr/local/bin");
+    // After every directory of the image's own PATH (the agent's npm prefix may follow).
+    expect(dirs.indexOf(KitPaths.bin)).toBeGreaterThan(dirs.indexOf("/bin"));
+    expect(dirs.indexOf("/bin")).toBeGreaterThan(0);
     expect(program).toBe(IMAGE_PROGRAM.output);
     // The image has no node: the one found is the kit's.
     expect(node).toBe(KitPaths.node);
@@ -172,7 +182,7 @@ describe("the scripted droid in an image with python3 alone (no shell)", () => {
 
 describe("an image of another architecture", () => {
   it("is refused at container start with the reason, and no container is made", async () => {
-    const image = await ensureTestImage(docker(), "python-bare", "arm64");
+    const image = await ensureOtherArchitectureImage(docker());
     const projectId = await projectIn(image);
     try {
       const started = await caller.call("container", { action: "start", project_id: projectId });
@@ -189,6 +199,101 @@ describe("an image of another architecture", () => {
       await caller.call("project", { action: "delete", project_id: projectId, force: true });
     }
   }, 60_000);
+});
+
+describe("a project whose environment is its repository's devcontainer.json", () => {
+  const projects: string[] = [];
+
+  afterAll(async () => {
+    for (const projectId of projects)
+      await caller.call("project", { action: "delete", project_id: projectId, force: true });
+  });
+
+  async function devcontainerProject(files: Record<string, string>): Promise<string> {
+    if (gitServer === undefined) throw new Error("the git server did not start");
+    const remote = gitServer.createRepo(`acme/dc-${crypto.randomUUID().slice(0, 8)}`, {
+      "README.md": "a repository with a dev container\n",
+      ...files,
+    });
+    const created = await caller.ok<{ project_id: string }>("project", {
+      action: "create",
+      name: `devcontainer-${crypto.randomUUID().slice(0, 8)}`,
+      environment: "devcontainer",
+      remote_url: remote,
+    });
+    projects.push(created.project_id);
+    return created.project_id;
+  }
+
+  it("runs in its image with its environment, its postCreateCommand once as setup, and names what it cannot honour", async () => {
+    const projectId = await devcontainerProject({
+      ".devcontainer/devcontainer.json": `{
+        // The test's Python image, built from this machine's files.
+        "name": "python",
+        "image": ${JSON.stringify(pythonImage)},
+        "containerEnv": { "GREETING": "from-devcontainer" },
+        "postCreateCommand": "echo ran >> setup-count.txt",
+        "features": { "ghcr.io/devcontainers/features/node:1": {} },
+        "privileged": true, // asked for, never granted
+      }`,
+    });
+    const started = await caller.ok<{ started: boolean; warnings?: string[] }>("container", {
+      action: "start",
+      project_id: projectId,
+    });
+    expect(started.started).toBe(true);
+    expect(started.warnings).toHaveLength(1);
+    expect(started.warnings?.[0]).toContain("features");
+    expect(started.warnings?.[0]).toContain("privileged");
+    const container = await projectContainer(docker(), projectId);
+    const info = await container.inspect();
+    expect(info.Config.Image).toBe(pythonImage);
+    expect(info.HostConfig.Privileged).toBe(false);
+    expect(info.Config.Env).toContain("GREETING=from-devcontainer");
+
+    const first = await spawnDroid(caller, { projectId });
+    const ran = (await runStep(caller, first, {
+      op: "exec",
+      argv: ["sh", "-c", 'echo "$GREETING"; cat setup-count.txt'],
+    })) as ExecOutput;
+    expect(ran).toMatchObject({ exit_code: 0, stdout: "from-devcontainer\nran\n" });
+    // A second session of the workspace: the setup already succeeded there, so it does not run again.
+    const second = await spawnDroid(caller, { projectId });
+    const again = (await runStep(caller, second, {
+      op: "exec",
+      argv: ["cat", "setup-count.txt"],
+    })) as ExecOutput;
+    expect(again.stdout).toBe("ran\n");
+  }, 240_000);
+
+  it.each([
+    [
+      "one of 5 MiB",
+      { ".devcontainer/devcontainer.json": `{"image": "x", "pad": "${"x".repeat(5 * 1024 * 1024)}"}` },
+      /bytes, at most 262144/,
+    ],
+    ["one that is not JSON", { ".devcontainer.json": "image: python:3.12\n" }, /devcontainer\.json/],
+    [
+      "one without an image",
+      { ".devcontainer/devcontainer.json": '{"build": {"dockerfile": "Dockerfile"}}' },
+      /image/,
+    ],
+    ["none at all", {}, /neither \.devcontainer\/devcontainer\.json nor \.devcontainer\.json/],
+  ])(
+    "refuses %s at container start, saying why, and starts nothing",
+    async (_name, files, reason) => {
+      const projectId = await devcontainerProject(files as Record<string, string>);
+      const started = await caller.call("container", { action: "start", project_id: projectId });
+      expect(started.isError).toBe(true);
+      expect(JSON.stringify(started.content)).toMatch(reason);
+      const listed = await docker().listContainers({
+        all: true,
+        filters: { label: [`oubliette.project=${projectId}`] },
+      });
+      expect(listed).toEqual([]);
+    },
+    120_000,
+  );
 });
 
 describe.concurrent.each(runtimes)("the %s CLI in the Python image", (runtime) => {

@@ -5,13 +5,15 @@
  */
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer, type Server } from "node:net";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildAll } from "../../scripts/build.js";
 import { LocalStack } from "../../scripts/stack/local-stack.js";
 import { PortInUseError } from "../../scripts/stack/port.js";
 import { NotOurWorkerError, waitForInstance } from "../../scripts/stack/readiness.js";
 import { DEFAULT_PORT } from "../../scripts/stack/start-settings.js";
-import { runStart, type StartRun } from "./start-run.js";
+import { runStart, START_TEST_MS, type StartRun } from "./start-run.js";
+
+vi.setConfig({ testTimeout: START_TEST_MS });
 
 const cleanups: (() => Promise<void>)[] = [];
 

@@ -4,11 +4,13 @@
  * running: a host-agent that dies is reported in one line and started again.
  * Every process is identified by pid and start time among those this run started.
  */
-import { afterEach, beforeAll, expect, it } from "vitest";
+import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { buildAll } from "../../scripts/build.js";
 import { freePort } from "../../scripts/stack/port.js";
 import { stillRunning } from "./process-table.js";
-import { runStart, type StartRun } from "./start-run.js";
+import { runStart, START_TEST_MS, type StartRun } from "./start-run.js";
+
+vi.setConfig({ testTimeout: START_TEST_MS });
 
 const runs: StartRun[] = [];
 

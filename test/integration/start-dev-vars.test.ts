@@ -2,12 +2,14 @@
  * `.dev.vars` under `npm start`: wrangler now gets an env file instead of reading it, so start.ts
  * passes every variable in it on, and keeps the tokens it holds across restarts.
  */
-import { afterEach, beforeAll, expect, it } from "vitest";
+import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { buildAll } from "../../scripts/build.js";
 import { parseDevVars } from "../../scripts/stack/dev-vars.js";
 import { freePort } from "../../scripts/stack/port.js";
 import { newToken } from "../../scripts/stack/tokens.js";
-import { runStart, type StartRun } from "./start-run.js";
+import { runStart, START_TEST_MS, type StartRun } from "./start-run.js";
+
+vi.setConfig({ testTimeout: START_TEST_MS });
 
 const runs: StartRun[] = [];
 

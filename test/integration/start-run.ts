@@ -33,6 +33,14 @@ export interface StartRun {
 }
 
 /**
+ * How long a test of `npm start` may take: a start takes ~20 s on an idle two-core machine and
+ * three times that in CI, beside two other files and the Docker images being built; a test that
+ * starts it twice (a restart) needs twice that. waitForLine's own bound (90 s) ends a start that
+ * never comes, with what it printed.
+ */
+export const START_TEST_MS = 200_000;
+
+/**
  * Runs scripts/start.ts with `env` on top of a minimal environment; `files` are written into its
  * state directory first (e.g. a `.dev.vars`).
  */

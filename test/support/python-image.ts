@@ -10,7 +10,9 @@
  */
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { Readable } from "node:stream";
 import type Dockerode from "dockerode";
+import tar from "tar-stream";
 import {
   asNodeStream,
   EPOCH,
@@ -84,18 +86,11 @@ function isScript(path: string): boolean {
   return head.toString("latin1") === "#!";
 }
 
-/**
- * Imports the test image of `kind` unless it exists; returns its tag. `architecture` other than
- * this machine's labels the same files as built for another platform (what a host must refuse).
- */
-export async function ensureTestImage(
-  docker: Dockerode,
-  kind: TestImageKind,
-  architecture = "amd64",
-): Promise<string> {
+/** Imports the test image of `kind` unless it exists; returns its tag. */
+export async function ensureTestImage(docker: Dockerode, kind: TestImageKind): Promise<string> {
   const entries = await plan(kind);
   const program = `#!/bin/sh\necho "${IMAGE_PROGRAM.output}"\n`;
-  const hash = createHash("sha256").update(`${kind}\n${architecture}\n${program}\n`);
+  const hash = createHash("sha256").update(`${kind}\n${program}\n`);
   for (const entry of entries) {
     if (entry.kind === "symlink") hash.update(`${entry.path}->${entry.target}\n`);
     else
@@ -120,10 +115,55 @@ export async function ensureTestImage(
   const stream = await docker.importImage(asNodeStream(rootfs), {
     repo: `oubliette-test/${kind}`,
     tag,
-    platform: `linux/${architecture}`,
     changes: [`ENV PATH=${IMAGE_PATH}`, 'CMD ["python3"]'],
   });
   const result = await readProgress(stream, () => {});
   if (result.error !== null) throw new Error(`importing ${ref} failed: ${result.error}`);
   return ref;
+}
+
+/** The tag of the image ensureOtherArchitectureImage loads. */
+const OTHER_ARCHITECTURE_IMAGE = "oubliette-test/arm64:1";
+
+/**
+ * An image built for linux/arm64 (one small file in it), loaded as `docker load` takes an image
+ * archive: `docker import` and the classic builder record this machine's architecture whatever
+ * they are asked, and these machines reach no registry to pull one. Returns its tag.
+ */
+export async function ensureOtherArchitectureImage(docker: Dockerode): Promise<string> {
+  if (await imageExists(docker, OTHER_ARCHITECTURE_IMAGE)) return OTHER_ARCHITECTURE_IMAGE;
+  const layer = await tarBytes((pack) => {
+    pack.entry({ name: "hello.txt", mode: 0o644, mtime: EPOCH }, "built for arm64\n");
+  });
+  const diffId = `sha256:${createHash("sha256").update(layer).digest("hex")}`;
+  const config = JSON.stringify({
+    architecture: "arm64",
+    os: "linux",
+    config: { Env: [`PATH=${IMAGE_PATH}`], Cmd: ["/hello"] },
+    rootfs: { type: "layers", diff_ids: [diffId] },
+  });
+  const configName = `${createHash("sha256").update(config).digest("hex")}.json`;
+  const manifest = JSON.stringify([
+    { Config: configName, RepoTags: [OTHER_ARCHITECTURE_IMAGE], Layers: ["layer/layer.tar"] },
+  ]);
+  const archive = await tarBytes((pack) => {
+    pack.entry({ name: configName, mtime: EPOCH }, config);
+    pack.entry({ name: "layer", type: "directory", mode: 0o755, mtime: EPOCH });
+    pack.entry({ name: "layer/layer.tar", mtime: EPOCH }, layer);
+    pack.entry({ name: "manifest.json", mtime: EPOCH }, manifest);
+  });
+  const stream = await docker.loadImage(Readable.from([archive]));
+  const result = await readProgress(stream, () => {});
+  if (result.error !== null) throw new Error(`loading ${OTHER_ARCHITECTURE_IMAGE} failed: ${result.error}`);
+  return OTHER_ARCHITECTURE_IMAGE;
+}
+
+/** A tar archive's bytes, its entries written by `fill`. */
+async function tarBytes(fill: (pack: tar.Pack) => void): Promise<Buffer> {
+  const pack = tar.pack();
+  fill(pack);
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of pack) chunks.push(Buffer.from(chunk as Uint8Array));
+  return Buffer.concat(chunks);
 }

@@ -46,6 +46,12 @@ export function addStartOptions(command: Command): Command {
       new Option("--data-dir <dir>", "where project workspaces and records go").env("OUBLIETTE_DATA_DIR"),
     )
     .addOption(
+      new Option(
+        "--cli-cache <dir>",
+        "where agent CLIs are fetched to for projects in images that are not ours (default: <data-dir>/cache/agent-cli)",
+      ).env("OUBLIETTE_CLI_CACHE"),
+    )
+    .addOption(
       new Option("--max-sessions <n>", "most sessions this host runs at once").env("OUBLIETTE_MAX_SESSIONS"),
     )
     .addOption(

@@ -60,7 +60,7 @@ export async function start(settings: HostAgentConfig): Promise<void> {
           kits: new RunnerKits({
             dir: join(settings.dataDir, "kits"),
             bundles,
-            cliCache: agentCliCache(settings.dataDir),
+            cliCache: settings.cliCache ?? agentCliCache(settings.dataDir),
             log: (line) => logger.info(line),
           }),
         }),

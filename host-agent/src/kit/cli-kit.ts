@@ -25,7 +25,8 @@ import { dirname, join, posix } from "node:path";
 import { AGENTS_DIR } from "../../../protocol/agent-runtimes.js";
 import { KitPaths } from "../../../protocol/container-layout.js";
 import type { AgentCliFiles } from "../images/agent-cli.js";
-import { copyWithInterp, isElf, readElfFile } from "./elf.js";
+import { hostPlatform } from "../runtime/foreign-image.js";
+import { copyWithInterp, ELF_MACHINES, isElf, readElfFile } from "./elf.js";
 
 /** Bump when how a CLI is laid out here changes in a way its file list does not show. */
 const CLI_KIT_VERSION = 1;
@@ -73,16 +74,21 @@ export function ensureCliKit(dir: string, cli: AgentCliFiles, log?: (line: strin
   return { hostDir, containerDir };
 }
 
-/** True for an ELF program that names a loader (a static one, or a library, runs as it is). */
+/**
+ * True for a program of this machine's kind (64-bit, little-endian, its architecture) that names
+ * a loader. A static program or a library runs as it is; a package's prebuilt files for other
+ * platforms (32-bit ARM, say) are carried untouched, as the agent image carries them.
+ */
 function linkedProgram(path: string): boolean {
-  const head = Buffer.alloc(4);
+  const head = Buffer.alloc(6);
   const fd = openSync(path, "r");
   try {
-    if (readSync(fd, head, 0, 4, 0) < 4 || !isElf(head)) return false;
+    if (readSync(fd, head, 0, 6, 0) < 6 || !isElf(head) || head[4] !== 2 || head[5] !== 1) return false;
   } finally {
     closeSync(fd);
   }
-  return readElfFile(path).interp !== null;
+  const info = readElfFile(path);
+  return info.interp !== null && ELF_MACHINES[info.machine] === hostPlatform().architecture;
 }
 
 /** A hard link to `from` (no bytes copied), or a copy where the two are on different file systems. */

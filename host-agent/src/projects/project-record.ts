@@ -7,6 +7,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { Identities } from "../../../protocol/container-layout.js";
+import { DevcontainerEnvironmentSchema } from "../../../protocol/devcontainer.js";
 import { parseJson } from "../../../protocol/json.js";
 import { NetworkPolicySchema } from "../../../protocol/network.js";
 
@@ -30,6 +31,11 @@ const ProjectRecordSchema = z.object({
   git: z.object({ remote_url: z.string(), git_credential: z.string().optional() }).optional(),
   /** The project's network policies as its latest spec gave them (a restarted host-agent's gate applies them). */
   network: z.object({ network: NetworkPolicySchema, setup_network: NetworkPolicySchema }).optional(),
+  /**
+   * The default workspace's devcontainer.json as the container was last made from it (environment
+   * "devcontainer"): its setup steps run before the project's, after a restart of this host-agent too.
+   */
+  devcontainer: DevcontainerEnvironmentSchema.optional(),
   /** Each workspace's last setup: for which steps (their hash), and how it ended. */
   setups: z
     .record(

@@ -8,11 +8,15 @@ import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Logger } from "../../../lib/log.js";
 import { agentImageRef } from "../../../protocol/agent-runtimes.js";
+import { DEVCONTAINER_PATHS, type DevcontainerEnvironment } from "../../../protocol/devcontainer.js";
+import { DEFAULT_WORKSPACE_ID } from "../../../protocol/ids.js";
 import type { NetworkPolicy } from "../../../protocol/network.js";
 import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SetupResult, SetupSpec } from "../../../protocol/setup.js";
 import type { SessionGit } from "../../../protocol/tunnel-git.js";
+import { DevcontainerError } from "../devcontainer/parse-devcontainer.js";
+import { readDevcontainer } from "../devcontainer/read-devcontainer.js";
 import { diskLimitError, diskLimitNotice } from "../disk/disk-limit.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { DiskWatch } from "../disk/disk-watch.js";
@@ -64,6 +68,16 @@ export interface ProjectRuntimeOptions {
   /** The project is gone from this host (removed). */
   onRemoved(projectId: string): void;
 }
+
+/** A started (or already running) container, and what it could not be given as asked. */
+export interface EnsuredContainer {
+  containerId: string;
+  started: boolean;
+  warnings?: string[];
+}
+
+/** A setup's bound when only a devcontainer.json's lifecycle commands make it (the project's default). */
+const DEFAULT_SETUP_TIMEOUT_MS = 600_000;
 
 /** How long a new container's runner may take to connect before a setup gives up on it. */
 const RUNNER_WAIT_MS = 30_000;
@@ -195,7 +209,7 @@ export class ProjectRuntime {
   }
 
   /** Starts the container unless it runs; `ephemeral` marks a project of its own for one v2 session. */
-  async ensure(spec: ProjectSpec, ephemeral = false): Promise<{ containerId: string; started: boolean }> {
+  async ensure(spec: ProjectSpec, ephemeral = false): Promise<EnsuredContainer> {
     await this.setNetwork(spec);
     return this.#serial(() => this.#ensure(spec, ephemeral));
   }
@@ -256,9 +270,10 @@ export class ProjectRuntime {
     agent: SessionAgent = { runtime: "scripted" },
     git?: SessionGit,
     network: NetworkPolicy[] = [],
-    setup?: SetupSpec,
+    projectSetup?: SetupSpec,
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
+    const setup = await this.#effectiveSetup(projectSetup);
     const box = this.#running();
     if (!(await this.workspaces.exists(workspaceId)))
       throw new HostError(
@@ -315,8 +330,9 @@ export class ProjectRuntime {
   }
 
   /** Runs the setup in a workspace now (`workspace setup`), once the container's runner (its proxy) is there. */
-  async runSetup(workspaceId: string, spec: SetupSpec): Promise<SetupResult> {
+  async runSetup(workspaceId: string, projectSetup: SetupSpec): Promise<SetupResult> {
     await this.#runnerReady(this.#running());
+    const spec = (await this.#effectiveSetup(projectSetup)) ?? projectSetup;
     return this.setup.run(workspaceId, spec);
   }
 
@@ -375,9 +391,12 @@ export class ProjectRuntime {
     });
   }
 
-  async #ensure(spec: ProjectSpec, ephemeral: boolean): Promise<{ containerId: string; started: boolean }> {
+  async #ensure(spec: ProjectSpec, ephemeral: boolean): Promise<EnsuredContainer> {
     const current = this.#box;
     if (current?.workload && !current.stopping) return { containerId: current.workload.id, started: false };
+    // Read when the container is made (not when a session starts): what an agent later writes
+    // into the file changes nothing until the container is made again.
+    const environment = spec.environment === "devcontainer" ? await this.#readDevcontainer() : null;
     this.#ephemeral = ephemeral;
     const isolation = spec.workspace_isolation;
     await this.prepareVolume(spec.limits.disk_mb);
@@ -393,9 +412,9 @@ export class ProjectRuntime {
         socketDir: this.#o.paths.socketDir,
         workspacesDir: this.#o.paths.workspaces,
         homesDir: this.#o.paths.homes,
-        env: { ...spec.env },
+        env: { ...environment?.env, ...spec.env },
         // Without an image of its own, a project runs in its agent runtime's image.
-        image: spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined),
+        image: environment?.image ?? spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined),
         agent: spec.agent,
         limits: resolveLimits(spec.limits),
         isolation,
@@ -409,7 +428,52 @@ export class ProjectRuntime {
       throw err;
     }
     this.#watch(box);
-    return { containerId: box.workload.id, started: true };
+    return {
+      containerId: box.workload.id,
+      started: true,
+      ...(environment?.warning !== undefined ? { warnings: [environment.warning] } : {}),
+    };
+  }
+
+  /**
+   * The default workspace's devcontainer.json, remembered in the project's record (its setup steps
+   * join every setup of the project's workspaces); refused, saying why, when it is missing or unusable.
+   */
+  async #readDevcontainer(): Promise<DevcontainerEnvironment> {
+    const found = await readDevcontainer(this.#o.paths.workspace(DEFAULT_WORKSPACE_ID)).catch(
+      (error: unknown) => {
+        if (error instanceof DevcontainerError)
+          throw new HostError(
+            "invalid",
+            `the repository's devcontainer.json cannot be used: ${error.message}`,
+          );
+        throw error;
+      },
+    );
+    if (found === null) {
+      throw new HostError(
+        "invalid",
+        `the project's environment is devcontainer, and its repository has neither ${DEVCONTAINER_PATHS.join(" nor ")}`,
+      );
+    }
+    await this.#record.update((record) => {
+      record.devcontainer = found;
+    });
+    if (found.warning !== undefined) this.#log.warn({ not_honoured: found.not_honoured }, found.warning);
+    return found;
+  }
+
+  /**
+   * The setup a workspace runs: the devcontainer.json's lifecycle commands (environment
+   * "devcontainer") before the project's own steps; undefined when there are none at all.
+   */
+  async #effectiveSetup(setup: SetupSpec | undefined): Promise<SetupSpec | undefined> {
+    const lifecycle = (await this.#record.read()).devcontainer?.setup ?? [];
+    if (lifecycle.length === 0) return setup !== undefined && setup.steps.length > 0 ? setup : undefined;
+    return {
+      steps: [...lifecycle, ...(setup?.steps ?? [])],
+      timeout_ms: setup?.timeout_ms ?? DEFAULT_SETUP_TIMEOUT_MS,
+    };
   }
 
   async #stop(reason: string): Promise<void> {

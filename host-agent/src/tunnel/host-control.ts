@@ -159,8 +159,8 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     guard(
       (p) => `could not start project ${p.project_id}`,
       async (p) => {
-        const { containerId, started } = await host.ensureProject(p.project_id, p.spec);
-        return { container_id: containerId, started };
+        const { containerId, started, warnings } = await host.ensureProject(p.project_id, p.spec);
+        return { container_id: containerId, started, ...(warnings !== undefined ? { warnings } : {}) };
       },
     ),
   );

@@ -176,6 +176,12 @@ export const ProjectConfigSchema = z.object({
     .regex(IMAGE_REF, "image must be a Docker image reference")
     .optional()
     .describe("Container image, instead of container_type."),
+  environment: z
+    .literal("devcontainer")
+    .optional()
+    .describe(
+      "devcontainer: the repository's .devcontainer/devcontainer.json (or .devcontainer.json) gives the image, containerEnv and the setup steps (onCreateCommand, updateContentCommand, postCreateCommand); needs remote_url, excludes image and container_type. What the host cannot honour is named in a warning.",
+    ),
   default_agent: AgentNameSchema.optional().describe(
     "Agent sessions run unless spawn names another (default: the server's OUBLIETTE_DEFAULT_AGENT, else scripted).",
   ),
@@ -283,7 +289,14 @@ void sameShape;
 
 /** The checks across fields; null when the config is consistent. */
 export function configProblem(config: ProjectConfig): string | null {
-  return config.container_type && config.image ? "give container_type or image, not both" : null;
+  if (config.container_type && config.image) return "give container_type or image, not both";
+  if (config.environment === "devcontainer") {
+    if (config.image || config.container_type)
+      return "environment devcontainer takes the image from the repository's devcontainer.json: give no image or container_type";
+    if (config.remote_url === null)
+      return "environment devcontainer reads the repository's devcontainer.json: give remote_url";
+  }
+  return null;
 }
 
 /** How the project's host makes its container (the tunnel's ProjectSpec). */
@@ -296,6 +309,7 @@ export function projectSpec(config: ProjectConfig): ProjectSpec {
     workspace_isolation: config.workspace_isolation,
     network: config.network,
     setup_network: config.setup_network,
+    ...(config.environment ? { environment: config.environment } : {}),
   };
 }
 
@@ -322,7 +336,8 @@ export function sessionAgent(
 
 /** The setup a host runs in a workspace before its first agent (null: the project has none). */
 export function setupSpec(config: ProjectConfig): SetupSpec | null {
-  if (config.setup.length === 0) return null;
+  // The repository's lifecycle commands join the project's on the host (even when it has none).
+  if (config.setup.length === 0 && config.environment !== "devcontainer") return null;
   return { steps: config.setup, timeout_ms: config.setup_timeout_seconds * 1000 };
 }
 
