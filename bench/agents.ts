@@ -3,17 +3,21 @@
  * caller's `session spawn` (with a prompt) to the agent's first model request reaching the fake
  * model, and to the end of that first turn. Runs on the local stack with Docker (skipped, saying
  * so, without it); the model is the scripted fake on loopback behind the host-agent's proxy.
- * Bounded: ROUNDS spawns per runtime, each with a deadline.
+ * Bounded: ROUNDS spawns per runtime, each with a deadline. Then the first session of a new
+ * project in the droid image against an image without Node (the runner kit).
  */
 
+import type Dockerode from "dockerode";
 import { ensureAgentImages } from "../host-agent/src/images/agent-images.js";
 import { ensureDroidImage } from "../host-agent/src/images/images.js";
 import { type AgentRuntime, CLI_RUNTIMES } from "../protocol/agent-runtimes.js";
 import { buildAll } from "../scripts/build.js";
 import { ensureDockerEngine } from "../scripts/docker/engine.js";
 import { LocalStack } from "../scripts/stack/local-stack.js";
+import { spawnDroid } from "../test/e2e/support.js";
 import { startFakeModel } from "../test/fixtures/fake-model/index.js";
 import { TestCaller } from "../test/support/caller.js";
+import { ensureTestImage } from "../test/support/python-image.js";
 
 const ROUNDS = 3;
 const TURN_DEADLINE_MS = 120_000;
@@ -87,12 +91,45 @@ export async function benchAgents(): Promise<void> {
       );
       await caller.call("project", { action: "delete", project_id, force: true });
     }
+    await benchFirstSession(caller, engine.docker, image);
   } finally {
     await caller?.close();
     await stack.stop();
     await model.close();
     await engine.stop();
   }
+}
+
+/**
+ * The first session of a new project (its container made, the runner up, the scripted droid
+ * ready), in our droid image and in an image without Node or anything of ours (the runner kit
+ * mounted). The kit is written once per host, before the rounds (a warm-up project).
+ */
+async function benchFirstSession(caller: TestCaller, docker: Dockerode, droidImage: string): Promise<void> {
+  const python = await ensureTestImage(docker, "python");
+  const firstSession = async (image: string) => {
+    const { project_id } = await caller.ok<{ project_id: string }>("project", {
+      action: "create",
+      name: `bench-first-${crypto.randomUUID().slice(0, 8)}`,
+      image,
+    });
+    const started = performance.now();
+    await spawnDroid(caller, { projectId: project_id });
+    const elapsed = performance.now() - started;
+    await caller.call("project", { action: "delete", project_id, force: true });
+    return elapsed;
+  };
+  await firstSession(python);
+  const times: Record<string, number[]> = { droid: [], python: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    times.droid?.push(await firstSession(droidImage));
+    times.python?.push(await firstSession(python));
+  }
+  const droid = median(times.droid ?? []);
+  const kit = median(times.python ?? []);
+  say(`first session of a new project: spawn → the scripted droid ready (median of ${ROUNDS}, ms)`);
+  say(`  droid image                         ${fmt(droid)}`);
+  say(`  image without Node (runner kit)     ${fmt(kit)}   ${(kit / droid).toFixed(2)}x`);
 }
 
 function median(samples: number[]): number {

@@ -11,7 +11,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { brotliCompressSync } from "node:zlib";
+import { brotliCompressSync, constants as zlibConstants } from "node:zlib";
 import { type BuildOptions, build, type Plugin } from "esbuild";
 import { bundlesId } from "../host-agent/src/bundles/droid-bundles.js";
 
@@ -115,13 +115,31 @@ module.exports = new Proxy({}, { get: (_, key) => (key === "__esModule" ? undefi
 const EMBEDDED_MARK = "/*oubliette-embedded-bundles ";
 
 /**
+ * Brotli at quality 9 with a 16 MiB window: the four files in 0.6 s and 1.15 MB, against quality 11's
+ * 11 s and 1.05 MB (which made `npm start`'s build take 15 s instead of 3). The price is ~130 KB
+ * more of base64 in the host-agent's source, which V8 holds while it runs.
+ */
+function brotliOptions(size: number) {
+  return {
+    params: {
+      [zlibConstants.BROTLI_PARAM_QUALITY]: 9,
+      [zlibConstants.BROTLI_PARAM_LGWIN]: 24,
+      [zlibConstants.BROTLI_PARAM_SIZE_HINT]: size,
+    },
+  };
+}
+
+/**
  * The container-side bundles and their source maps, as the host-agent carries them: by name, each
  * brotli-compressed and base64-encoded (host-agent/src/bundles/embedded-bundles.ts).
  */
 async function embeddedFiles(): Promise<Record<string, string>> {
   const paths = [bundles.containerClient, bundles.scriptedDroid].flatMap((path) => [path, `${path}.map`]);
   const files = await Promise.all(
-    paths.map(async (path) => [basename(path), brotliCompressSync(await readFile(path)).toString("base64")]),
+    paths.map(async (path) => {
+      const bytes = await readFile(path);
+      return [basename(path), brotliCompressSync(bytes, brotliOptions(bytes.length)).toString("base64")];
+    }),
   );
   return Object.fromEntries(files);
 }

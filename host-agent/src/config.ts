@@ -43,6 +43,8 @@ export const HostAgentConfigSchema = z
       .default(() => join(tmpdir(), "oubliette-data")),
     /** Where agent CLIs are fetched to (for images that are not ours); default: under the data directory. */
     cliCache: z.string().min(1).optional(),
+    /** Whether a project's image the engine lacks is pulled from its registry (Docker). */
+    imagePull: z.enum(["missing", "never"]).default("missing"),
     maxSessions: z.coerce.number().int().positive().default(32),
     maxProjects: z.coerce.number().int().positive().default(16),
     heartbeatMs: z.coerce.number().int().min(100).default(15_000),

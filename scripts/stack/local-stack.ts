@@ -26,6 +26,8 @@ export interface LocalStackOptions {
   wranglerEnv?: Record<string, string>;
   /** Aborting stops what has started and rejects the start. */
   signal?: AbortSignal;
+  /** Environment every host-agent of the stack gets (a host's own `extraEnv` goes over it). */
+  hostEnv?: Record<string, string>;
 }
 
 export interface HostOptions {
@@ -54,6 +56,8 @@ export class LocalStack {
 
   #worker: WranglerDev;
   readonly #workerOptions: WranglerDevOptions;
+  /** Every host-agent's environment (LocalStackOptions.hostEnv). */
+  #hostEnv: Record<string, string> = {};
 
   private constructor(
     worker: WranglerDev,
@@ -106,7 +110,7 @@ export class LocalStack {
       },
     );
     const port = Number(new URL(worker.url).port);
-    return new LocalStack(
+    const stack = new LocalStack(
       worker,
       { ...workerOptions, port },
       dir,
@@ -115,6 +119,8 @@ export class LocalStack {
       extraTokens,
       options.dir === undefined,
     );
+    stack.#hostEnv = options.hostEnv ?? {};
+    return stack;
   }
 
   get url(): string {
@@ -147,6 +153,7 @@ export class LocalStack {
         OUBLIETTE_DATA_DIR: join(this.dir, `data-${this.#hostCount}`),
         // The agent CLIs the checkout's images are built from (for projects in images not ours).
         OUBLIETTE_CLI_CACHE: PACKAGE_CACHE,
+        ...this.#hostEnv,
         ...options.extraEnv,
         ...(options.maxSessions === undefined ? {} : { OUBLIETTE_MAX_SESSIONS: String(options.maxSessions) }),
       },

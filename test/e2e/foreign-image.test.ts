@@ -8,17 +8,23 @@
  * its repository's devcontainer.json (served by a real git server) runs in the image it names, with
  * its environment and its postCreateCommand as setup, and what cannot be honoured is named.
  */
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import Dockerode from "dockerode";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRuntime } from "../../protocol/agent-runtimes.js";
 import type { ApprovalPolicy } from "../../protocol/approvals.js";
 import { KitPaths } from "../../protocol/container-layout.js";
 import type { SessionEvent } from "../../protocol/events.js";
+import { bundles } from "../../scripts/build.js";
 import { type FakeModel, type ModelLane, startFakeModel } from "../fixtures/fake-model/index.js";
 import { TestCaller } from "../support/caller.js";
 import { dockerContext } from "../support/docker-context.js";
 import { execAs, projectContainer } from "../support/docker-exec.js";
 import { GitServer } from "../support/git-server.js";
+import { LoopbackRegistry } from "../support/loopback-registry.js";
 import { ensureOtherArchitectureImage, ensureTestImage, IMAGE_PROGRAM } from "../support/python-image.js";
 import { TestStack } from "../support/stack.js";
 import { MODELS, modelEnv, runtimeOfRequest, shellCall } from "./agent-cli.js";
@@ -45,18 +51,25 @@ let fakeModel: FakeModel;
 let pythonImage = "";
 let bareImage = "";
 let gitServer: GitServer | undefined;
+let registry: LoopbackRegistry | undefined;
 
 beforeAll(async () => {
   fakeModel = await startFakeModel({ laneOf: runtimeOfRequest });
   pythonImage = await ensureTestImage(docker(), "python");
   bareImage = await ensureTestImage(docker(), "python-bare");
   gitServer = await GitServer.start();
+  registry = await LoopbackRegistry.start();
   stack = await TestStack.start();
   await stack.addHost({
     runtime: "docker",
     image: dockerContext().droidImage,
-    // The git server is on loopback.
-    extraEnv: { ...modelEnv(fakeModel.url), OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES: "1" },
+    extraEnv: {
+      ...modelEnv(fakeModel.url),
+      // The git server is on loopback.
+      OUBLIETTE_GIT_ALLOW_LOCAL_REMOTES: "1",
+      // Every image this file names is on the engine or on the loopback registry below.
+      OUBLIETTE_IMAGE_PULL: "missing",
+    },
   });
   caller = await TestCaller.connect(stack.mcpUrl, stack.adminToken);
   caller.answerWith((request) =>
@@ -69,6 +82,7 @@ afterAll(async () => {
   await stack?.stop();
   await fakeModel?.close();
   await gitServer?.close();
+  await registry?.close();
 });
 
 async function projectIn(image: string, extra: Record<string, unknown> = {}): Promise<string> {
@@ -199,6 +213,114 @@ describe("an image of another architecture", () => {
       await caller.call("project", { action: "delete", project_id: projectId, force: true });
     }
   }, 60_000);
+});
+
+describe("an image the engine does not have", () => {
+  const projects: string[] = [];
+
+  afterAll(async () => {
+    for (const projectId of projects)
+      await caller.call("project", { action: "delete", project_id: projectId, force: true });
+  });
+
+  /** The text of /hello.txt in the project's container, read by the kit's Node as root. */
+  async function hello(projectId: string): Promise<string> {
+    const container = await projectContainer(docker(), projectId);
+    const read = await execAs(container, "0", [
+      KitPaths.node,
+      "-e",
+      "try { process.stdout.write(require('fs').readFileSync('/hello.txt', 'utf8')) } catch { process.stdout.write('none') }",
+    ]);
+    return read.out;
+  }
+
+  it("is pulled from its registry, runs, and stays pinned to those bytes until image_rebuild", async () => {
+    if (registry === undefined) throw new Error("the registry did not start");
+    const ref = await registry.add(`acme/tiny-${crypto.randomUUID().slice(0, 8)}`, "1", {
+      "hello.txt": "the pulled bytes\n",
+    });
+    const projectId = await projectIn(ref);
+    projects.push(projectId);
+    const started = await caller.ok<{ started: boolean }>("container", {
+      action: "start",
+      project_id: projectId,
+    });
+    expect(started.started).toBe(true);
+    expect(
+      registry.requests.some((line) => /GET \/v2\/acme\/tiny-[0-9a-f]+\/blobs\/sha256:/.test(line)),
+    ).toBe(true);
+    const pulledId = (await docker().getImage(ref).inspect()).Id;
+    expect((await (await projectContainer(docker(), projectId)).inspect()).Image).toBe(pulledId);
+    // The droid runs in it: an image holding one text file and nothing else.
+    const sessionId = await spawnDroid(caller, { projectId });
+    const ran = (await runStep(caller, sessionId, {
+      op: "exec",
+      argv: [KitPaths.node, "-e", "process.stdout.write(require('fs').readFileSync('/hello.txt', 'utf8'))"],
+    })) as ExecOutput;
+    expect(ran.stdout).toBe("the pulled bytes\n");
+
+    // The reference now names other bytes on this engine: a new container of the project keeps the pinned ones.
+    const [repo, tag] = [ref.slice(0, ref.lastIndexOf(":")), ref.slice(ref.lastIndexOf(":") + 1)];
+    await docker().getImage(bareImage).tag({ repo, tag });
+    await caller.ok("container", { action: "stop", project_id: projectId });
+    await caller.ok("container", { action: "start", project_id: projectId });
+    expect((await (await projectContainer(docker(), projectId)).inspect()).Image).toBe(pulledId);
+    expect(await hello(projectId)).toBe("the pulled bytes\n");
+    // image_rebuild takes what the reference names now.
+    await caller.ok("image_rebuild", { project_id: projectId });
+    const rebuilt = await (await projectContainer(docker(), projectId)).inspect();
+    expect(rebuilt.Image).toBe((await docker().getImage(bareImage).inspect()).Id);
+    expect(await hello(projectId)).toBe("none");
+  }, 180_000);
+
+  it("is pulled ahead by `host-agent images --pull`; one no registry has fails the command, saying why", async () => {
+    if (registry === undefined) throw new Error("the registry did not start");
+    const ref = await registry.add(`acme/ahead-${crypto.randomUUID().slice(0, 8)}`, "2", {
+      "hello.txt": "ahead\n",
+    });
+    const dataDir = mkdtempSync(join(tmpdir(), "oub-images-pull-"));
+    const images = (pull: string) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [bundles.hostAgent, "images", "--agents", "none", "--pull", pull, "--data-dir", dataDir],
+          { env: { PATH: process.env.PATH ?? "", DOCKER_HOST: `unix://${dockerContext().dockerSocket}` } },
+          (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
+        );
+      });
+    try {
+      const pulled = await images(ref);
+      expect(pulled.stderr).toContain(`pulled ${ref}`);
+      expect(pulled.code).toBe(0);
+      const id = (await docker().getImage(ref).inspect()).Id;
+      expect(JSON.parse(pulled.stdout).images[ref]).toBe(id);
+      const missing = await images(`${registry.host}/acme/nothing-here:1`);
+      // A command that cannot do what was asked exits 2 (host-agent/src/main.ts).
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain("could not pull it");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it("is refused, saying so plainly, when no registry answers for it, and nothing starts", async () => {
+    // A loopback port nobody listens on: the engine's pull fails at once.
+    const closed = await LoopbackRegistry.start();
+    const host = closed.host;
+    await closed.close();
+    const projectId = await projectIn(`${host}/acme/absent:1`);
+    projects.push(projectId);
+    const started = await caller.call("container", { action: "start", project_id: projectId });
+    expect(started.isError).toBe(true);
+    const message = JSON.stringify(started.content);
+    expect(message).toContain("could not pull it");
+    expect(message).toContain("docker load -i image.tar");
+    const listed = await docker().listContainers({
+      all: true,
+      filters: { label: [`oubliette.project=${projectId}`] },
+    });
+    expect(listed).toEqual([]);
+  }, 120_000);
 });
 
 describe("a project whose environment is its repository's devcontainer.json", () => {

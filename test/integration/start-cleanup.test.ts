@@ -47,7 +47,7 @@ it("a host-agent that cannot start: one clear line, exit 1, no wrangler or worke
 
 it("SIGTERM while wrangler is starting stops it, workerd included", async () => {
   const run = await start();
-  await expect.poll(() => run.seen().some((p) => isWorkerd(p.cmdline)), { timeout: 60_000 }).toBe(true);
+  await expect.poll(() => run.seen().some((p) => isWorkerd(p.cmdline)), { timeout: 120_000 }).toBe(true);
   run.child.kill("SIGTERM");
   expect(await run.exited).toEqual({ code: 0, signal: null });
   expect(run.output()).not.toMatch(/^\s+at /m);

@@ -10,7 +10,13 @@ export const TestStack = {
   async start(
     options: Pick<LocalStackOptions, "vars" | "wranglerEnv"> = {},
   ): Promise<LocalStack & { otherToken: string }> {
-    const stack = await LocalStack.start({ ...options, extraTokens: ["other"] });
+    const stack = await LocalStack.start({
+      ...options,
+      extraTokens: ["other"],
+      // These machines reach no registry: a test that names a missing image must not make the
+      // engine look for one (a test of pulling points its host at a registry on loopback).
+      hostEnv: { OUBLIETTE_IMAGE_PULL: "never" },
+    });
     return Object.assign(stack, { otherToken: stack.extraTokens.other ?? "" });
   },
 };

@@ -1,5 +1,6 @@
 /**
- * A project's `environment: "devcontainer"` as `project create` takes it: it needs the repository
+ * A project's `image` (any Docker reference, a registry with a port included) and its
+ * `environment: "devcontainer"` as `project create` takes them: it needs the repository
  * (remote_url), names no image of its own, and reaches the host in the project's spec with a setup
  * that the repository's lifecycle commands join even when the project has no steps.
  */
@@ -42,5 +43,34 @@ describe("environment devcontainer", () => {
     const plain = config({});
     expect(projectSpec(plain).environment).toBeUndefined();
     expect(setupSpec(plain)).toBeNull();
+  });
+});
+
+describe("image", () => {
+  const accepts = (image: string) => ProjectConfigSchema.safeParse({ name: "img", image }).success;
+
+  it("takes Docker references: a name, a tag, a registry (with its port) and a digest", () => {
+    for (const image of [
+      "python:3.12",
+      "ubuntu",
+      "ghcr.io/acme/app:v1.2",
+      "127.0.0.1:5000/acme/tiny:1",
+      "localhost:5000/tiny",
+      `registry.example.com/a/b@sha256:${"a".repeat(64)}`,
+    ])
+      expect(accepts(image), image).toBe(true);
+  });
+
+  it("refuses what is not one", () => {
+    for (const image of [
+      "Python",
+      "a b",
+      "http://registry/x",
+      "-x",
+      "x:",
+      "host:99999999/x",
+      "python:3.12;rm",
+    ])
+      expect(accepts(image), image).toBe(false);
   });
 });

@@ -12,7 +12,9 @@ export type CliErrorCode =
   /** The env file is there already: it holds the host token, so it is replaced only when told to. */
   | "env_file_exists"
   /** The unit's `EnvironmentFile=` names another file than the one being written. */
-  | "env_path_mismatch";
+  | "env_path_mismatch"
+  /** An image asked for could not be pulled (no registry reachable, or it has no such image). */
+  | "pull_failed";
 
 /** A command could not do what was asked; the message says why and what to do, and never holds a secret. */
 export class CliError extends Error {

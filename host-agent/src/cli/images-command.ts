@@ -14,11 +14,14 @@ import { ensureAgentImages } from "../images/agent-images.js";
 import { ensureHostAgentImage } from "../images/host-image.js";
 import { ensureDroidImage } from "../images/images.js";
 import { dockerSocketPath, pingDocker } from "../runtime/docker-ping.js";
+import { pullImage } from "../runtime/image-pull.js";
 import { HOST_AGENT_VERSION } from "../version.js";
 import { CliError } from "./errors.js";
 
 export interface ImagesOptions {
   agents: CliRuntimeName[];
+  /** Images projects name, pulled from their registries (an air-gapped host loads them instead). */
+  pull?: string[];
   /** Also the host-agent's own image (to run it in a container instead of as a service). */
   hostImage?: boolean;
   dataDir: string;
@@ -57,6 +60,13 @@ export async function buildImages(options: ImagesOptions): Promise<Record<string
   const agents = await ensureAgentImages(docker, bundles, options.agents, options.log, cache);
   const tags: Record<string, string> = { scripted: droid };
   for (const [runtime, tag] of Object.entries(agents)) if (tag !== undefined) tags[runtime] = tag;
+  for (const ref of options.pull ?? []) {
+    options.log(`pulling ${ref}`);
+    await pullImage(docker, ref, options.log).catch((error: Error) => {
+      throw new CliError("pull_failed", error.message);
+    });
+    tags[ref] = (await docker.getImage(ref).inspect()).Id;
+  }
   if (options.hostImage)
     tags["host-agent"] = await ensureHostAgentImage(
       docker,
@@ -81,6 +91,12 @@ export function imagesCommand(program: Command, defaultDataDir: () => string): C
     )
     .addOption(
       new Option(
+        "--pull <images>",
+        "also pull these images (comma-separated) that projects name, from their registries; a host that reaches none loads them with docker load",
+      ),
+    )
+    .addOption(
+      new Option(
         "--host-image",
         "also the host-agent's own image, oubliette/host-agent:<version>, to run it in a container",
       ),
@@ -97,10 +113,20 @@ export function imagesCommand(program: Command, defaultDataDir: () => string): C
       ),
     )
     .action(
-      async (flags: { agents: string; hostImage?: boolean; dataDir?: string; dockerSocket?: string }) => {
+      async (flags: {
+        agents: string;
+        pull?: string;
+        hostImage?: boolean;
+        dataDir?: string;
+        dockerSocket?: string;
+      }) => {
         const log = (line: string) => process.stderr.write(`${line}\n`);
         const tags = await buildImages({
           agents: parseAgents(flags.agents),
+          pull: (flags.pull ?? "")
+            .split(",")
+            .map((ref) => ref.trim())
+            .filter((ref) => ref !== ""),
           hostImage: flags.hostImage === true,
           dataDir: flags.dataDir ?? defaultDataDir(),
           ...(flags.dockerSocket === undefined ? {} : { dockerSocket: flags.dockerSocket }),

@@ -35,6 +35,14 @@ export function addStartOptions(command: Command): Command {
       ),
     )
     .addOption(
+      new Option(
+        "--image-pull <policy>",
+        "a project's image the Docker Engine lacks: missing = pull it from its registry (the default), never = refuse it",
+      )
+        .choices(["missing", "never"])
+        .env("OUBLIETTE_IMAGE_PULL"),
+    )
+    .addOption(
       new Option("--agent-command <json>", "process runtime: the agent program, as a JSON array")
         .env("OUBLIETTE_AGENT_COMMAND")
         .argParser(parseCommand),

@@ -53,6 +53,7 @@ export async function start(settings: HostAgentConfig): Promise<void> {
     // Docker runs the image's own agent unless one is named; the default is a path on this host.
     agentCommand: config.agentCommand,
     processAgentCommand: config.agentCommand ?? config.defaultAgentCommand,
+    docker: { imagePull: config.imagePull },
     // Images that are not ours run with the runner kit, made from these bundles on first use.
     ...(bundles === null
       ? {}

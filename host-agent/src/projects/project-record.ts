@@ -36,6 +36,12 @@ const ProjectRecordSchema = z.object({
    * "devcontainer"): its setup steps run before the project's, after a restart of this host-agent too.
    */
   devcontainer: DevcontainerEnvironmentSchema.optional(),
+  /**
+   * The image the container was made from, when it is not one of ours: its reference and id. A
+   * container made again from the same reference uses that id (the same bytes), until
+   * `image_rebuild` takes the reference's current image.
+   */
+  image: z.object({ ref: z.string(), id: z.string() }).optional(),
   /** Each workspace's last setup: for which steps (their hash), and how it ended. */
   setups: z
     .record(

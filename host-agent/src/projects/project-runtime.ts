@@ -26,6 +26,7 @@ import { ProjectNetwork } from "../egress/project-network.js";
 import { AgentGit } from "../git/agent-git.js";
 import { ProjectGit } from "../git/project-git.js";
 import type { ModelProxy } from "../models/model-proxy.js";
+import { RuntimeError } from "../runtime/errors.js";
 import type { AdoptedProject, AgentRuntime, Workload } from "../runtime/types.js";
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { agentLaunch, type SessionAgent } from "./agent-launch.js";
@@ -253,6 +254,10 @@ export class ProjectRuntime {
         );
       }
       await this.#stop("the project's container is being refreshed");
+      // A refresh takes the image its reference names now (a pinned one is let go).
+      await this.#record.update((record) => {
+        delete record.image;
+      });
       const { containerId } = await this.#ensure(spec, this.#ephemeral);
       return { containerId };
     });
@@ -402,24 +407,37 @@ export class ProjectRuntime {
     await this.prepareVolume(spec.limits.disk_mb);
     await this.workspaces.prepare(isolation);
     await this.#identities.prepareHomes();
+    // Without an image of its own, a project runs in its agent runtime's image.
+    const ref = environment?.image ?? spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined);
+    const known = (await this.#record.read()).image;
+    const pinned = ref !== undefined && known?.ref === ref ? known.id : undefined;
     const runnerToken = randomBytes(32).toString("hex");
     // The sockets listen before the runner starts.
     const box = await this.#openBox(runnerToken, isolation);
     try {
-      box.workload = await this.#o.runtime.launch({
-        projectId: this.#o.projectId,
-        runnerToken,
-        socketDir: this.#o.paths.socketDir,
-        workspacesDir: this.#o.paths.workspaces,
-        homesDir: this.#o.paths.homes,
-        env: { ...environment?.env, ...spec.env },
-        // Without an image of its own, a project runs in its agent runtime's image.
-        image: environment?.image ?? spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined),
-        agent: spec.agent,
-        limits: resolveLimits(spec.limits),
-        isolation,
-        ephemeral,
-        tmpMb: this.#o.disk.tmpMb,
+      const launch = (image: string | undefined) =>
+        this.#o.runtime.launch({
+          projectId: this.#o.projectId,
+          runnerToken,
+          socketDir: this.#o.paths.socketDir,
+          workspacesDir: this.#o.paths.workspaces,
+          homesDir: this.#o.paths.homes,
+          env: { ...environment?.env, ...spec.env },
+          image,
+          agent: spec.agent,
+          limits: resolveLimits(spec.limits),
+          isolation,
+          ephemeral,
+          tmpMb: this.#o.disk.tmpMb,
+        });
+      box.workload = await launch(pinned ?? ref).catch((error: unknown) => {
+        if (pinned === undefined || !(error instanceof RuntimeError && error.code === "image_not_found"))
+          throw error;
+        this.#log.warn(
+          { image: ref, pinned },
+          "the project's pinned image is gone; using the image its reference names now",
+        );
+        return launch(ref);
       });
     } catch (err) {
       await closeBox(box);
@@ -428,6 +446,12 @@ export class ProjectRuntime {
       throw err;
     }
     this.#watch(box);
+    const made = box.workload.image;
+    if (ref !== undefined && made !== undefined && !made.ours && made.id !== pinned) {
+      await this.#record.update((record) => {
+        record.image = { ref, id: made.id };
+      });
+    }
     return {
       containerId: box.workload.id,
       started: true,

@@ -23,6 +23,7 @@ import { dockerExec } from "./docker-exec.js";
 import { dockerLogs } from "./docker-logs.js";
 import { dockerStatusCode, errorMessage, isDockerNotFound, RuntimeError } from "./errors.js";
 import { foreignImageCheck, kitContainerConfig } from "./foreign-image.js";
+import type { ImagePullPolicy } from "./image-pull.js";
 import type {
   AdoptedProject,
   AgentRuntime,
@@ -55,6 +56,8 @@ export interface DockerRuntimeOptions {
    * label) so the runner runs there; without it such images are refused.
    */
   kits?: RunnerKits;
+  /** Whether a project's image the engine lacks is pulled (default: never). */
+  imagePull?: ImagePullPolicy;
 }
 
 export const MANAGED_LABEL = "oubliette.managed";
@@ -107,7 +110,7 @@ export class DockerRuntime implements AgentRuntime {
   async launch(spec: ProjectLaunch): Promise<Workload> {
     const image = spec.image ?? this.#options.defaultImage;
     const name = containerName(this.#options.hostId, spec.projectId);
-    const { container, kitted } = await this.#create(spec, image, name);
+    const { container, kitted, imageId } = await this.#create(spec, image, name);
     try {
       await container.start();
     } catch (error) {
@@ -120,7 +123,7 @@ export class DockerRuntime implements AgentRuntime {
       { project: spec.projectId, container: container.id.slice(0, 12), image, isolation: spec.isolation },
       "container started",
     );
-    return this.#workload(container, kitted);
+    return { ...this.#workload(container, kitted), image: { id: imageId, ours: !kitted } };
   }
 
   async adopt(): Promise<AdoptedProject[]> {
@@ -203,8 +206,11 @@ export class DockerRuntime implements AgentRuntime {
     spec: ProjectLaunch,
     image: string,
     name: string,
-  ): Promise<{ container: Dockerode.Container; kitted: boolean }> {
-    const check = await foreignImageCheck(this.#docker, image);
+  ): Promise<{ container: Dockerode.Container; kitted: boolean; imageId: string }> {
+    const check = await foreignImageCheck(this.#docker, image, {
+      policy: this.#options.imagePull ?? "never",
+      log: (line) => this.#logger.info({ image }, line),
+    });
     let kit: ReturnType<typeof kitContainerConfig> | null = null;
     if (check.foreign) {
       if (this.#options.kits === undefined) {
@@ -282,7 +288,7 @@ export class DockerRuntime implements AgentRuntime {
           Init: this.#options.init ?? true,
         },
       });
-      return { container, kitted: kit !== null };
+      return { container, kitted: kit !== null, imageId: check.id };
     } catch (error) {
       const status = dockerStatusCode(error);
       if (status === 404) {

@@ -9,6 +9,7 @@ import { KitPaths } from "../../../protocol/container-layout.js";
 import { AgentEnv } from "../../../protocol/socket.js";
 import type { KitMounts } from "../kit/runner-kits.js";
 import { errorMessage, isDockerNotFound, RuntimeError } from "./errors.js";
+import { type ImagePullPolicy, pullImage } from "./image-pull.js";
 
 /** The label our images carry (images.ts); an image without it gets the runner kit. */
 export const OUR_IMAGE_LABEL = "oubliette.image";
@@ -20,33 +21,50 @@ const DOCKER_ARCH: Readonly<Record<string, string>> = { x64: "amd64", arm64: "ar
 export interface ImageCheck {
   /** Not one of ours: the container needs the runner kit. */
   foreign: boolean;
+  /** The image's id (the digest of its configuration): what a project pins. */
+  id: string;
   /** The image's own PATH (Docker's default when it sets none). */
   path: string;
 }
 
-/** Inspects `image`: ours or not, and for one that is not, whether this host can run it. */
-export async function foreignImageCheck(docker: Dockerode, image: string): Promise<ImageCheck> {
-  let info: Dockerode.ImageInspectInfo;
+/**
+ * Inspects `image` (pulling it first when the engine lacks it and `pull` allows): ours or not, and
+ * for one that is not, whether this host can run it.
+ */
+export async function foreignImageCheck(
+  docker: Dockerode,
+  image: string,
+  pull: { policy: ImagePullPolicy; log: (line: string) => void } = { policy: "never", log: () => {} },
+): Promise<ImageCheck> {
+  let info = await inspectImage(docker, image);
+  if (info === null && pull.policy === "missing") {
+    await pullImage(docker, image, pull.log);
+    info = await inspectImage(docker, image);
+  }
+  if (info === null) {
+    throw new RuntimeError(
+      "image_not_found",
+      `image ${image} does not exist on this host's Docker Engine; build it (npm run build, then the ` +
+        "droid image), load it (docker load) or name an existing image",
+    );
+  }
+  const path =
+    (info.Config?.Env ?? []).find((entry) => entry.startsWith("PATH="))?.slice(5) || DOCKER_DEFAULT_PATH;
+  if (info.Config?.Labels?.[OUR_IMAGE_LABEL] !== undefined) return { foreign: false, id: info.Id, path };
+  refuseOtherPlatform(image, info.Os, info.Architecture, hostPlatform());
+  return { foreign: true, id: info.Id, path };
+}
+
+/** The image's configuration, or null when the engine has no such image. */
+async function inspectImage(docker: Dockerode, image: string): Promise<Dockerode.ImageInspectInfo | null> {
   try {
-    info = await docker.getImage(image).inspect();
+    return await docker.getImage(image).inspect();
   } catch (error) {
-    if (isDockerNotFound(error)) {
-      throw new RuntimeError(
-        "image_not_found",
-        `image ${image} does not exist on this host's Docker Engine; build it (npm run build, then the ` +
-          "droid image), load it (docker load) or name an existing image",
-        { cause: error },
-      );
-    }
+    if (isDockerNotFound(error)) return null;
     throw new RuntimeError("runtime_error", `could not inspect image ${image}: ${errorMessage(error)}`, {
       cause: error,
     });
   }
-  const path =
-    (info.Config?.Env ?? []).find((entry) => entry.startsWith("PATH="))?.slice(5) || DOCKER_DEFAULT_PATH;
-  if (info.Config?.Labels?.[OUR_IMAGE_LABEL] !== undefined) return { foreign: false, path };
-  refuseOtherPlatform(image, info.Os, info.Architecture, hostPlatform());
-  return { foreign: true, path };
 }
 
 /** This host's platform as Docker names it. */

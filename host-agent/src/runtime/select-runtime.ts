@@ -32,7 +32,7 @@ export interface SelectRuntimeOptions {
   /** Limits and overrides passed through to DockerRuntime. */
   docker?: Pick<
     DockerRuntimeOptions,
-    "stopTimeoutSeconds" | "command" | "init" | "agentCommand" | "canIsolate"
+    "stopTimeoutSeconds" | "command" | "init" | "agentCommand" | "canIsolate" | "imagePull"
   >;
   pingTimeoutMs?: number;
 }

@@ -63,6 +63,8 @@ export interface Workload {
   exec(params: ContainerExecParams, options?: ExecOptions): Promise<ContainerExecResult>;
   /** Its output, both streams, newest lines last. */
   logs(params: ContainerLogsParams): Promise<ContainerLogsResult>;
+  /** The image it was made from (Docker): its id, and whether it is one of ours. */
+  readonly image?: { id: string; ours: boolean };
 }
 
 /**

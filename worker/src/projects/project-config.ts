@@ -49,7 +49,8 @@ export const ContainerTypeSchema = z.enum(Object.keys(CONTAINER_TYPES) as [keyof
 export const AGENTS = AGENT_TITLES;
 export const AgentNameSchema = AgentRuntimeSchema;
 
-const IMAGE_REF = /^[a-z0-9][a-z0-9._/-]{0,200}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$/;
+const IMAGE_REF =
+  /^([A-Za-z0-9][A-Za-z0-9.-]{0,252}(:[0-9]{1,5})?\/)?[a-z0-9][a-z0-9._/-]{0,200}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$/;
 /** Names that would carry secrets: project env is for non-secret settings only. */
 const SECRET_NAME = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|PRIVATE|CREDENTIAL)/;
 
