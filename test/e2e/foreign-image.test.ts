@@ -236,9 +236,10 @@ describe("an image the engine does not have", () => {
 
   it("is pulled from its registry, runs, and stays pinned to those bytes until image_rebuild", async () => {
     if (registry === undefined) throw new Error("the registry did not start");
-    const ref = await registry.add(`acme/tiny-${crypto.randomUUID().slice(0, 8)}`, "1", {
-      "hello.txt": "the pulled bytes\n",
-    });
+    // Bytes of its own: an engine that pulled an image before keeps its layers and would not fetch them.
+    const name = `acme/tiny-${crypto.randomUUID().slice(0, 8)}`;
+    const bytes = `the pulled bytes of ${name}\n`;
+    const ref = await registry.add(name, "1", { "hello.txt": bytes });
     const projectId = await projectIn(ref);
     projects.push(projectId);
     const started = await caller.ok<{ started: boolean }>("container", {
@@ -257,7 +258,7 @@ describe("an image the engine does not have", () => {
       op: "exec",
       argv: [KitPaths.node, "-e", "process.stdout.write(require('fs').readFileSync('/hello.txt', 'utf8'))"],
     })) as ExecOutput;
-    expect(ran.stdout).toBe("the pulled bytes\n");
+    expect(ran.stdout).toBe(bytes);
 
     // The reference now names other bytes on this engine: a new container of the project keeps the pinned ones.
     const [repo, tag] = [ref.slice(0, ref.lastIndexOf(":")), ref.slice(ref.lastIndexOf(":") + 1)];
@@ -265,7 +266,7 @@ describe("an image the engine does not have", () => {
     await caller.ok("container", { action: "stop", project_id: projectId });
     await caller.ok("container", { action: "start", project_id: projectId });
     expect((await (await projectContainer(docker(), projectId)).inspect()).Image).toBe(pulledId);
-    expect(await hello(projectId)).toBe("the pulled bytes\n");
+    expect(await hello(projectId)).toBe(bytes);
     // image_rebuild takes what the reference names now.
     await caller.ok("image_rebuild", { project_id: projectId });
     const rebuilt = await (await projectContainer(docker(), projectId)).inspect();
