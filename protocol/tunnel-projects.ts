@@ -31,6 +31,15 @@ export const ProjectRemoveParamsSchema = z.object({ project_id: ProjectIdSchema 
 
 /** `project_refresh`: recreate the container from the current image (refused while sessions run). */
 export const ProjectRefreshParamsSchema = ProjectEnsureParamsSchema;
+
+/**
+ * `project_progress` (host → Worker, while a `project_ensure` or `project_refresh` of the project
+ * runs): how far long work for it has come (an image's pull), for the caller's job or progress.
+ */
+export const ProjectProgressParamsSchema = z.object({
+  project_id: ProjectIdSchema,
+  message: z.string().max(1000),
+});
 export const ProjectRefreshResultSchema = z.object({ container_id: z.string() });
 
 /** Remote URLs `workspace_create` clones: these schemes only, never an option-looking string. */
@@ -242,4 +251,5 @@ export const ProjectMethods = {
   projectNetworkBlocked: defineNotification("project_network_blocked", {
     params: ProjectNetworkBlockedParamsSchema,
   }),
+  projectProgress: defineNotification("project_progress", { params: ProjectProgressParamsSchema }),
 } as const;

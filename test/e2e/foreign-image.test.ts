@@ -250,6 +250,12 @@ describe("an image the engine does not have", () => {
     expect(
       registry.requests.some((line) => /GET \/v2\/acme\/tiny-[0-9a-f]+\/blobs\/sha256:/.test(line)),
     ).toBe(true);
+    // The pull's progress was the container start job's.
+    const listed = await caller.ok<{ jobs: { tool: string; progress?: { message: string } }[] }>("job", {
+      action: "list",
+      project_id: projectId,
+    });
+    expect(listed.jobs.map((job) => job.progress?.message)).toContain(`pulled ${ref}`);
     const pulledId = (await docker().getImage(ref).inspect()).Id;
     expect((await (await projectContainer(docker(), projectId)).inspect()).Image).toBe(pulledId);
     // The droid runs in it: an image holding one text file and nothing else.

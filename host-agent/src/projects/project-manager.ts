@@ -140,7 +140,12 @@ export class ProjectManager {
     return project;
   }
 
-  async ensureProject(projectId: string, spec: ProjectSpec, ephemeral = false) {
+  async ensureProject(
+    projectId: string,
+    spec: ProjectSpec,
+    ephemeral = false,
+    onProgress?: (message: string) => void,
+  ) {
     this.#checkIsolation(spec);
     const project = this.project(projectId);
     if (!project.running) {
@@ -153,7 +158,7 @@ export class ProjectManager {
         );
       }
     }
-    return project.ensure(spec, ephemeral);
+    return project.ensure(spec, ephemeral, onProgress);
   }
 
   async stopProject(projectId: string, reason: string): Promise<void> {
@@ -164,9 +169,13 @@ export class ProjectManager {
     await this.project(projectId).remove();
   }
 
-  async refreshProject(projectId: string, spec: ProjectSpec): Promise<{ containerId: string }> {
+  async refreshProject(
+    projectId: string,
+    spec: ProjectSpec,
+    onProgress?: (message: string) => void,
+  ): Promise<{ containerId: string }> {
     this.#checkIsolation(spec);
-    return this.project(projectId).refresh(spec);
+    return this.project(projectId).refresh(spec, onProgress);
   }
 
   async createWorkspace(

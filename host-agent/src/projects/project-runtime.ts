@@ -210,9 +210,13 @@ export class ProjectRuntime {
   }
 
   /** Starts the container unless it runs; `ephemeral` marks a project of its own for one v2 session. */
-  async ensure(spec: ProjectSpec, ephemeral = false): Promise<EnsuredContainer> {
+  async ensure(
+    spec: ProjectSpec,
+    ephemeral = false,
+    onProgress?: (message: string) => void,
+  ): Promise<EnsuredContainer> {
     await this.setNetwork(spec);
-    return this.#serial(() => this.#ensure(spec, ephemeral));
+    return this.#serial(() => this.#ensure(spec, ephemeral, onProgress));
   }
 
   /** The project's network policies (from a spec, or a `project_network` update): applied now, remembered. */
@@ -245,7 +249,7 @@ export class ProjectRuntime {
   }
 
   /** Recreates the container from the current image; refused while a session runs. */
-  refresh(spec: ProjectSpec): Promise<{ containerId: string }> {
+  refresh(spec: ProjectSpec, onProgress?: (message: string) => void): Promise<{ containerId: string }> {
     return this.#serial(async () => {
       if (this.#sessions.size > 0) {
         throw new HostError(
@@ -258,7 +262,7 @@ export class ProjectRuntime {
       await this.#record.update((record) => {
         delete record.image;
       });
-      const { containerId } = await this.#ensure(spec, this.#ephemeral);
+      const { containerId } = await this.#ensure(spec, this.#ephemeral, onProgress);
       return { containerId };
     });
   }
@@ -396,7 +400,11 @@ export class ProjectRuntime {
     });
   }
 
-  async #ensure(spec: ProjectSpec, ephemeral: boolean): Promise<EnsuredContainer> {
+  async #ensure(
+    spec: ProjectSpec,
+    ephemeral: boolean,
+    onProgress?: (message: string) => void,
+  ): Promise<EnsuredContainer> {
     const current = this.#box;
     if (current?.workload && !current.stopping) return { containerId: current.workload.id, started: false };
     // Read when the container is made (not when a session starts): what an agent later writes
@@ -429,6 +437,7 @@ export class ProjectRuntime {
           isolation,
           ephemeral,
           tmpMb: this.#o.disk.tmpMb,
+          onProgress,
         });
       box.workload = await launch(pinned ?? ref).catch((error: unknown) => {
         if (pinned === undefined || !(error instanceof RuntimeError && error.code === "image_not_found"))

@@ -209,7 +209,10 @@ export class DockerRuntime implements AgentRuntime {
   ): Promise<{ container: Dockerode.Container; kitted: boolean; imageId: string }> {
     const check = await foreignImageCheck(this.#docker, image, {
       policy: this.#options.imagePull ?? "never",
-      log: (line) => this.#logger.info({ image }, line),
+      log: (line) => {
+        this.#logger.info({ image }, line);
+        spec.onProgress?.(line);
+      },
     });
     let kit: ReturnType<typeof kitContainerConfig> | null = null;
     if (check.foreign) {

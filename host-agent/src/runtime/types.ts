@@ -38,6 +38,8 @@ export interface ProjectLaunch {
   ephemeral: boolean;
   /** The agent runtime the project is made for: an image that is not ours gets that CLI mounted. */
   agent?: AgentRuntimeName | undefined;
+  /** Hears how long work for the launch comes along (an image's pull), a line at a time. */
+  onProgress?: ((message: string) => void) | undefined;
 }
 
 export interface WorkloadExit {

@@ -159,7 +159,12 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     guard(
       (p) => `could not start project ${p.project_id}`,
       async (p) => {
-        const { containerId, started, warnings } = await host.ensureProject(p.project_id, p.spec);
+        const { containerId, started, warnings } = await host.ensureProject(
+          p.project_id,
+          p.spec,
+          false,
+          progressOf(peer, p.project_id),
+        );
         return { container_id: containerId, started, ...(warnings !== undefined ? { warnings } : {}) };
       },
     ),
@@ -188,7 +193,10 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
     TunnelMethods.projectRefresh,
     guard(
       (p) => `could not refresh project ${p.project_id}`,
-      async (p) => ({ container_id: (await host.refreshProject(p.project_id, p.spec)).containerId }),
+      async (p) => ({
+        container_id: (await host.refreshProject(p.project_id, p.spec, progressOf(peer, p.project_id)))
+          .containerId,
+      }),
     ),
   );
   peer.handle(
@@ -291,6 +299,13 @@ export function serveHostRequests(peer: RpcPeer, host: HostTarget, logger: Logge
       (p) => host.logs(p),
     ),
   );
+}
+
+/** Tells the Worker how long work for a project comes along (an image's pull), while its request runs. */
+function progressOf(peer: RpcPeer, projectId: string): (message: string) => void {
+  return (message) => {
+    peer.notify(TunnelMethods.projectProgress, { project_id: projectId, message: message.slice(0, 1000) });
+  };
 }
 
 /** Errors of the host become tunnel errors with a reason; their messages say what to do. */

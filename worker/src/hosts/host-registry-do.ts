@@ -151,6 +151,8 @@ export class HostRegistryDurableObject extends DurableObject<Env> {
     cancelKey?: string;
     /** How long the host may take (a long exec); default: the ack timeout. */
     timeoutMs?: number;
+    /** Hears the host's progress for the project while the request waits (a function passed over RPC). */
+    onProgress?: (message: string) => unknown;
   }): Promise<Result<unknown>> {
     return this.#requests.projectRequest(input);
   }

@@ -16,7 +16,7 @@ import { trySend } from "./host-channels.js";
 import type { HostPlacement } from "./host-placement.js";
 import type { HostHelloParams } from "./host-reconcile.js";
 import type { HostStore } from "./host-store.js";
-import type { PendingHostRequests } from "./pending-host-requests.js";
+import type { PendingHostRequests, ProgressListener } from "./pending-host-requests.js";
 
 /** What the host requests need from the registry. */
 export interface HostRequestsDeps {
@@ -43,6 +43,9 @@ export class HostRequests {
   constructor(deps: HostRequestsDeps) {
     this.#d = deps;
     this.#methods.handle(TunnelMethods.hostHello, (params, ws) => deps.hello(ws, params));
+    this.#methods.onNotification(TunnelMethods.projectProgress, (params, ws) => {
+      deps.pending.progress(ws, params.project_id, params.message);
+    });
     this.#methods.onNotification(TunnelMethods.projectNetworkBlocked, (params, ws) => {
       const who = hostAttachment(ws);
       const target = `${params.project_id} ${allowEntry(params.host, params.port)}${params.method !== null ? ` ${params.method}` : ""}`;
@@ -132,6 +135,7 @@ export class HostRequests {
     placeWith?: boolean;
     cancelKey?: string;
     timeoutMs?: number;
+    onProgress?: ProgressListener;
   }): Promise<Result<unknown>> {
     const host = this.#d.placement.hostOfProject(input.projectId, input.placeWith);
     if (!host.ok) return host;
@@ -139,7 +143,11 @@ export class HostRequests {
       host.value.ws,
       input.method,
       { project_id: input.projectId, ...input.params },
-      { timeoutMs: input.timeoutMs, cancelKey: input.cancelKey },
+      {
+        timeoutMs: input.timeoutMs,
+        cancelKey: input.cancelKey,
+        ...(input.onProgress ? { progress: { projectId: input.projectId, listener: input.onProgress } } : {}),
+      },
     );
   }
 

@@ -11,11 +11,17 @@ interface PendingRequest {
   timer: ReturnType<typeof setTimeout>;
   /** The caller's name for it, when it may be cancelled (`cancel`). */
   cancelKey?: string;
+  /** The project it is about and who hears its progress (`progress`), for a project request. */
+  progress?: { projectId: string; listener: ProgressListener };
 }
+
+/** Hears a request's progress lines (a function the caller passed over RPC: calls may fail once it is gone). */
+export type ProgressListener = (message: string) => unknown;
 
 export interface SendOptions {
   timeoutMs?: number | undefined;
   cancelKey?: string | undefined;
+  progress?: { projectId: string; listener: ProgressListener } | undefined;
 }
 
 /** What the pending requests need from the registry. */
@@ -71,6 +77,7 @@ export class PendingHostRequests {
         resolve,
         timer,
         ...(options.cancelKey ? { cancelKey: options.cancelKey } : {}),
+        ...(options.progress ? { progress: options.progress } : {}),
       });
       if (!trySend(ws, encodeRequest(id, method, params))) {
         clearTimeout(timer);
@@ -88,6 +95,18 @@ export class PendingHostRequests {
     clearTimeout(pending.timer);
     pending.resolve(frame.kind === "result" ? ok(frame.result) : hostRefusal(frame.error));
     return true;
+  }
+
+  /** A host's progress for project `projectId`: told to each request about it still waiting on that channel. */
+  progress(ws: WebSocket, projectId: string, message: string): void {
+    for (const pending of this.#pending.values()) {
+      if (pending.ws !== ws || pending.progress?.projectId !== projectId) continue;
+      try {
+        void Promise.resolve(pending.progress.listener(message)).catch(() => {});
+      } catch {
+        // The caller is gone; its request still ends as it will.
+      }
+    }
   }
 
   /**

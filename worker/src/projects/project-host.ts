@@ -2,6 +2,7 @@ import { z } from "zod";
 import { TunnelMethod } from "../../../protocol/tunnel.js";
 import type { Env } from "../env.js";
 import { AppError, unwrap } from "../errors.js";
+import type { ToolContext } from "../flows/context.js";
 import { objects } from "../objects/keys.js";
 import { projectSpec } from "./project-config.js";
 
@@ -12,6 +13,8 @@ export interface HostRequestOptions {
   signal?: AbortSignal | undefined;
   /** How long the host may take to answer (default: the registry's ack timeout). */
   timeoutMs?: number;
+  /** Hears the host's progress lines for the project while the request waits (an image's pull). */
+  onProgress?: (message: string) => void;
 }
 
 /**
@@ -47,6 +50,7 @@ export async function onProjectHost<T extends z.ZodType>(
         placeWith: options.place ?? false,
         ...(cancelKey ? { cancelKey } : {}),
         ...(timeoutMs ? { timeoutMs } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       }),
     );
   } finally {
@@ -56,6 +60,15 @@ export async function onProjectHost<T extends z.ZodType>(
   if (!parsed.success)
     throw new AppError("host_error", `the host's answer to ${method} is not what the protocol says`);
   return parsed.data;
+}
+
+/** A tool call's progress (its job's, or the MCP call's) fed by a host request's progress lines. */
+export function hostProgress(ctx: Pick<ToolContext, "mcp">): (message: string) => void {
+  let lines = 0;
+  return (message) => {
+    lines += 1;
+    ctx.mcp?.progress({ progress: lines, message });
+  };
 }
 
 /** The answer of a host request that answers nothing but success. */

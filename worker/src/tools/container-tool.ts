@@ -13,7 +13,7 @@ import {
   workspaceGitParams,
   workspaceSetup,
 } from "../projects/project-config.js";
-import { EmptyResultSchema, onProjectHost, TunnelMethod } from "../projects/project-host.js";
+import { EmptyResultSchema, hostProgress, onProjectHost, TunnelMethod } from "../projects/project-host.js";
 import { action, defineActionTool } from "./define.js";
 import { EXAMPLE_PROJECT } from "./examples.js";
 
@@ -59,7 +59,8 @@ export const containerTool = defineActionTool({
           TunnelMethod.projectEnsure,
           { spec: projectSpec(config) },
           ProjectEnsureResultSchema,
-          { place: true },
+          // An image's pull on the host, line by line, is the job's progress (or the call's).
+          { place: true, onProgress: hostProgress(ctx) },
         );
         return { project_id: args.project_id, ...started };
       },

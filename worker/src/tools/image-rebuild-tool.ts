@@ -3,7 +3,7 @@ import { ProjectRefreshResultSchema } from "../../../protocol/tunnel-projects.js
 import { AppError, unwrap } from "../errors.js";
 import { objects } from "../objects/keys.js";
 import { ProjectIdSchema } from "../projects/project-config.js";
-import { onProjectHost, specOf, TunnelMethod } from "../projects/project-host.js";
+import { hostProgress, onProjectHost, specOf, TunnelMethod } from "../projects/project-host.js";
 import { defineTool } from "./define.js";
 
 export const imageRebuildTool = defineTool({
@@ -35,7 +35,7 @@ export const imageRebuildTool = defineTool({
         TunnelMethod.projectRefresh,
         { spec },
         ProjectRefreshResultSchema,
-        { place: true },
+        { place: true, onProgress: hostProgress(ctx) },
       );
       return { project_id: args.project_id, recreated: true, ...refreshed };
     },
