@@ -79,6 +79,15 @@ export const SetupEventSchema = z.discriminatedUnion("type", [
     duration_ms: z.number().int().nonnegative(),
     message: z.string().max(2048),
   }),
+  /**
+   * The session's environment is not all its definition asked for: what a repository's
+   * devcontainer.json names that the host does not honour (never granted), said to every session.
+   */
+  z.object({
+    type: z.literal("environment_warning"),
+    workspace_id: z.string(),
+    message: z.string().max(4096),
+  }),
 ]);
 export type SetupEvent = z.infer<typeof SetupEventSchema>;
 

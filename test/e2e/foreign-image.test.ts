@@ -381,6 +381,13 @@ describe("a project whose environment is its repository's devcontainer.json", ()
     expect(info.Config.Env).toContain("GREETING=from-devcontainer");
 
     const first = await spawnDroid(caller, { projectId });
+    // The session hears the warning too.
+    const warned = await caller.waitFor(
+      (e) => e.session_id === first && e.type === "environment_warning",
+      30_000,
+      "the session's environment warning",
+    );
+    expect(JSON.stringify(warned)).toContain("features");
     const ran = (await runStep(caller, first, {
       op: "exec",
       argv: ["sh", "-c", 'echo "$GREETING"; cat setup-count.txt'],

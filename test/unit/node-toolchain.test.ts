@@ -154,5 +154,6 @@ describe("the base image's plan", () => {
     expect(again.tag).toBe(first.tag);
     expect(other.tag).not.toBe(first.tag);
     expect(first.tag.startsWith(`${process.versions.node}-`)).toBe(true);
-  });
+    // Three plans run ldd on every tool (~150 processes): over 5 s beside CI's image builds.
+  }, 30_000);
 });

@@ -102,6 +102,7 @@ describe("method descriptors", () => {
       workspaceSetup: "workspace_setup",
       projectNetwork: "project_network",
       projectNetworkBlocked: "project_network_blocked",
+      projectProgress: "project_progress",
       workspaceGit: "workspace_git",
       workspacePullRequest: "workspace_pull_request",
       sessionHello: "session_hello",
@@ -137,6 +138,7 @@ describe("method descriptors", () => {
         "session_usage",
         "network_usage",
         "project_network_blocked",
+        "project_progress",
         "setup_event",
       ].sort(),
     );

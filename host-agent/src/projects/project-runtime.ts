@@ -318,6 +318,10 @@ export class ProjectRuntime {
       { settings: { policies: network, approvals: agent.approvals ?? "auto" }, runtime: agent.runtime },
     );
     await opened;
+    // What the repository's devcontainer.json asked that the container was not given: every session hears it.
+    const warning = (await this.#record.read()).devcontainer?.warning;
+    if (warning !== undefined)
+      session.setupEvent({ type: "environment_warning", workspace_id: workspaceId, message: warning });
     const proxy = session.proxyToken;
     session.start(
       {

@@ -126,6 +126,8 @@ function describe(type: string, e: JsonRecord): string {
       return `setup step ${(num(e, "step") ?? 0) + 1} ${s("stream")}: ${s("text").split("\n").filter(Boolean).length} line(s)`;
     case "setup_finished":
       return setupFinished(e);
+    case "environment_warning":
+      return `environment: ${s("message")}`;
     case "job_started":
       return `job ${s("job_id")} started: ${s("tool")}`;
     case "job_progress":
