@@ -7,16 +7,12 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import type { Logger } from "../../../lib/log.js";
-import { agentImageRef } from "../../../protocol/agent-runtimes.js";
-import { DEVCONTAINER_PATHS, type DevcontainerEnvironment } from "../../../protocol/devcontainer.js";
 import { DEFAULT_WORKSPACE_ID } from "../../../protocol/ids.js";
 import type { NetworkPolicy } from "../../../protocol/network.js";
 import type { NetworkBlocked } from "../../../protocol/network-activity.js";
 import type { ProjectSpec } from "../../../protocol/project.js";
 import type { SetupResult, SetupSpec } from "../../../protocol/setup.js";
 import type { SessionGit } from "../../../protocol/tunnel-git.js";
-import { DevcontainerError } from "../devcontainer/parse-devcontainer.js";
-import { readDevcontainer } from "../devcontainer/read-devcontainer.js";
 import { diskLimitError, diskLimitNotice } from "../disk/disk-limit.js";
 import type { DiskSettings } from "../disk/disk-settings.js";
 import { DiskWatch } from "../disk/disk-watch.js";
@@ -31,6 +27,7 @@ import type { AdoptedProject, AgentRuntime, Workload } from "../runtime/types.js
 import type { TunnelTiming } from "../tunnel/reconnecting-socket.js";
 import { agentLaunch, type SessionAgent } from "./agent-launch.js";
 import { ContainerCommands } from "./container-commands.js";
+import { ContainerSource } from "./container-source.js";
 import { HostError } from "./errors.js";
 import type { HostGitSettings } from "./git.js";
 import { resolveLimits } from "./limits.js";
@@ -77,9 +74,6 @@ export interface EnsuredContainer {
   warnings?: string[];
 }
 
-/** A setup's bound when only a devcontainer.json's lifecycle commands make it (the project's default). */
-const DEFAULT_SETUP_TIMEOUT_MS = 600_000;
-
 /** How long a new container's runner may take to connect before a setup gives up on it. */
 const RUNNER_WAIT_MS = 30_000;
 /** How long a re-adopted container's runner gets to say hello (it retries every second at most). */
@@ -93,6 +87,8 @@ export class ProjectRuntime {
   readonly #o: ProjectRuntimeOptions;
   readonly #log: Logger;
   readonly #record: RecordStore;
+  /** What its container is made from (image, pin, devcontainer.json). */
+  readonly #source: ContainerSource;
   readonly #volume: ProjectVolume;
   readonly #identities: SessionIdentities;
   readonly #diskWatch: DiskWatch;
@@ -168,6 +164,7 @@ export class ProjectRuntime {
       logger: this.#log,
     });
     this.#agentGit = new AgentGit(this.git, async () => (await this.#record.read()).git ?? null);
+    this.#source = new ContainerSource(this.#record, paths.workspace(DEFAULT_WORKSPACE_ID), this.#log);
   }
 
   get projectId(): string {
@@ -259,9 +256,7 @@ export class ProjectRuntime {
       }
       await this.#stop("the project's container is being refreshed");
       // A refresh takes the image its reference names now (a pinned one is let go).
-      await this.#record.update((record) => {
-        delete record.image;
-      });
+      await this.#source.unpin();
       const { containerId } = await this.#ensure(spec, this.#ephemeral, onProgress);
       return { containerId };
     });
@@ -282,7 +277,7 @@ export class ProjectRuntime {
     projectSetup?: SetupSpec,
   ): Promise<void> {
     if (this.#sessions.has(sessionId)) return;
-    const setup = await this.#effectiveSetup(projectSetup);
+    const setup = await this.#source.setup(projectSetup);
     const box = this.#running();
     if (!(await this.workspaces.exists(workspaceId)))
       throw new HostError(
@@ -319,7 +314,7 @@ export class ProjectRuntime {
     );
     await opened;
     // What the repository's devcontainer.json asked that the container was not given: every session hears it.
-    const warning = (await this.#record.read()).devcontainer?.warning;
+    const warning = await this.#source.warning();
     if (warning !== undefined)
       session.setupEvent({ type: "environment_warning", workspace_id: workspaceId, message: warning });
     const proxy = session.proxyToken;
@@ -345,7 +340,7 @@ export class ProjectRuntime {
   /** Runs the setup in a workspace now (`workspace setup`), once the container's runner (its proxy) is there. */
   async runSetup(workspaceId: string, projectSetup: SetupSpec): Promise<SetupResult> {
     await this.#runnerReady(this.#running());
-    const spec = (await this.#effectiveSetup(projectSetup)) ?? projectSetup;
+    const spec = (await this.#source.setup(projectSetup)) ?? projectSetup;
     return this.setup.run(workspaceId, spec);
   }
 
@@ -411,18 +406,13 @@ export class ProjectRuntime {
   ): Promise<EnsuredContainer> {
     const current = this.#box;
     if (current?.workload && !current.stopping) return { containerId: current.workload.id, started: false };
-    // Read when the container is made (not when a session starts): what an agent later writes
-    // into the file changes nothing until the container is made again.
-    const environment = spec.environment === "devcontainer" ? await this.#readDevcontainer() : null;
+    const environment = await this.#source.environment(spec);
     this.#ephemeral = ephemeral;
     const isolation = spec.workspace_isolation;
     await this.prepareVolume(spec.limits.disk_mb);
     await this.workspaces.prepare(isolation);
     await this.#identities.prepareHomes();
-    // Without an image of its own, a project runs in its agent runtime's image.
-    const ref = environment?.image ?? spec.image ?? (spec.agent ? agentImageRef(spec.agent) : undefined);
-    const known = (await this.#record.read()).image;
-    const pinned = ref !== undefined && known?.ref === ref ? known.id : undefined;
+    const image = await this.#source.image(spec, environment);
     const runnerToken = randomBytes(32).toString("hex");
     // The sockets listen before the runner starts.
     const box = await this.#openBox(runnerToken, isolation);
@@ -443,14 +433,17 @@ export class ProjectRuntime {
           tmpMb: this.#o.disk.tmpMb,
           onProgress,
         });
-      box.workload = await launch(pinned ?? ref).catch((error: unknown) => {
-        if (pinned === undefined || !(error instanceof RuntimeError && error.code === "image_not_found"))
+      box.workload = await launch(image.pinned ?? image.ref).catch((error: unknown) => {
+        if (
+          image.pinned === undefined ||
+          !(error instanceof RuntimeError && error.code === "image_not_found")
+        )
           throw error;
         this.#log.warn(
-          { image: ref, pinned },
+          { image: image.ref, pinned: image.pinned },
           "the project's pinned image is gone; using the image its reference names now",
         );
-        return launch(ref);
+        return launch(image.ref);
       });
     } catch (err) {
       await closeBox(box);
@@ -459,57 +452,11 @@ export class ProjectRuntime {
       throw err;
     }
     this.#watch(box);
-    const made = box.workload.image;
-    if (ref !== undefined && made !== undefined && !made.ours && made.id !== pinned) {
-      await this.#record.update((record) => {
-        record.image = { ref, id: made.id };
-      });
-    }
+    await this.#source.made(image, box.workload.image);
     return {
       containerId: box.workload.id,
       started: true,
       ...(environment?.warning !== undefined ? { warnings: [environment.warning] } : {}),
-    };
-  }
-
-  /**
-   * The default workspace's devcontainer.json, remembered in the project's record (its setup steps
-   * join every setup of the project's workspaces); refused, saying why, when it is missing or unusable.
-   */
-  async #readDevcontainer(): Promise<DevcontainerEnvironment> {
-    const found = await readDevcontainer(this.#o.paths.workspace(DEFAULT_WORKSPACE_ID)).catch(
-      (error: unknown) => {
-        if (error instanceof DevcontainerError)
-          throw new HostError(
-            "invalid",
-            `the repository's devcontainer.json cannot be used: ${error.message}`,
-          );
-        throw error;
-      },
-    );
-    if (found === null) {
-      throw new HostError(
-        "invalid",
-        `the project's environment is devcontainer, and its repository has neither ${DEVCONTAINER_PATHS.join(" nor ")}`,
-      );
-    }
-    await this.#record.update((record) => {
-      record.devcontainer = found;
-    });
-    if (found.warning !== undefined) this.#log.warn({ not_honoured: found.not_honoured }, found.warning);
-    return found;
-  }
-
-  /**
-   * The setup a workspace runs: the devcontainer.json's lifecycle commands (environment
-   * "devcontainer") before the project's own steps; undefined when there are none at all.
-   */
-  async #effectiveSetup(setup: SetupSpec | undefined): Promise<SetupSpec | undefined> {
-    const lifecycle = (await this.#record.read()).devcontainer?.setup ?? [];
-    if (lifecycle.length === 0) return setup !== undefined && setup.steps.length > 0 ? setup : undefined;
-    return {
-      steps: [...lifecycle, ...(setup?.steps ?? [])],
-      timeout_ms: setup?.timeout_ms ?? DEFAULT_SETUP_TIMEOUT_MS,
     };
   }
 
