@@ -69,7 +69,8 @@ export function ensureCliKit(dir: string, cli: AgentCliFiles, log?: (line: strin
     renameSync(partial, hostDir);
   } catch (error) {
     rmSync(partial, { recursive: true, force: true });
-    throw error;
+    // Another host-agent sharing the data directory wrote the same one first: that one serves.
+    if (!existsSync(hostDir)) throw error;
   }
   return { hostDir, containerDir };
 }

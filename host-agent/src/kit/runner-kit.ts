@@ -123,7 +123,8 @@ export async function ensureRunnerKit(input: RunnerKitInput): Promise<RunnerKit>
     renameSync(partial, hostDir);
   } catch (error) {
     rmSync(partial, { recursive: true, force: true });
-    throw error;
+    // Another host-agent sharing the data directory wrote the same one first: that one serves.
+    if (!existsSync(hostDir)) throw error;
   }
   return { hostDir, id };
 }
