@@ -9,7 +9,7 @@
  * carries no `oubliette.image` label.
  */
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, openSync, readSync, realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { Readable } from "node:stream";
 import type Dockerode from "dockerode";
 import tar from "tar-stream";
@@ -25,7 +25,7 @@ import {
 } from "../../host-agent/src/images/build-context.js";
 import { imageExists } from "../../host-agent/src/images/images.js";
 import { readProgress } from "../../host-agent/src/images/progress.js";
-import { sharedLibraries } from "../../host-agent/src/images/rootfs.js";
+import { isScript, sharedLibraries } from "../../host-agent/src/images/rootfs.js";
 
 export type TestImageKind = "python" | "python-bare";
 
@@ -73,17 +73,6 @@ async function plan(kind: TestImageKind): Promise<TreeEntry[]> {
   }
   for (const lib of libraries) entries.push(hostFile(lib, lib));
   return entries;
-}
-
-function isScript(path: string): boolean {
-  const head = Buffer.alloc(2);
-  const fd = openSync(path, "r");
-  try {
-    readSync(fd, head, 0, 2, 0);
-  } finally {
-    closeSync(fd);
-  }
-  return head.toString("latin1") === "#!";
 }
 
 /** Imports the test image of `kind` unless it exists; returns its tag. */

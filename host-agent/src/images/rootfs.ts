@@ -160,7 +160,8 @@ export async function sharedLibraries(binary: string): Promise<string[]> {
   return [...new Set(paths)];
 }
 
-function isScript(path: string): boolean {
+/** True for a file that starts with `#!` (a script: it loads no libraries of its own). */
+export function isScript(path: string): boolean {
   const head = Buffer.alloc(2);
   const fd = openSync(path, "r");
   try {

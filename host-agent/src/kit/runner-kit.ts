@@ -34,7 +34,7 @@ import { kitLoader } from "./glibc-loader.js";
 
 /** Bump when the kit's layout changes in a way its file list does not show. */
 const KIT_VERSION = 1;
-/** Where this machine's programs look for the glibc loader (the kit copies the one they name). */
+/** Where setpriv is looked for on this machine (the kit carries a copy that names its own loader). */
 const SETPRIV_DIRS = ["/usr/bin", "/bin"];
 
 export interface RunnerKitInput {
